@@ -1,0 +1,136 @@
+// Command executor_exporter exports the memory of every JVM on a machine,
+// the machine's own memory and cloud identity, and the OOM kills that hit
+// Spark executors, for Prometheus.
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	"github.com/prometheus/client_golang/prometheus"
+	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/version"
+	"github.com/prometheus/exporter-toolkit/web"
+	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
+	slgk "github.com/tjhop/slog-gokit"
+
+	"github.com/executor-exporter/executor_exporter/collector"
+)
+
+const (
+	exporterName = "executor_exporter"
+	// defaultListenAddress is the port reserved for this exporter on the
+	// Prometheus default port allocations page's free range.
+	defaultListenAddress = ":9482"
+)
+
+func main() {
+	var (
+		metricsPath = kingpin.Flag("web.telemetry-path", "Path under which to expose metrics.").
+				Default("/metrics").String()
+		maxRequests = kingpin.Flag("web.max-requests", "Maximum number of parallel scrape requests. Use 0 to disable.").
+				Default("40").Int()
+		disableExporterMetrics = kingpin.Flag("web.disable-exporter-metrics", "Exclude metrics about the exporter itself (promhttp_*, process_*, go_*).").
+					Bool()
+		toolkitFlags = kingpinflag.AddFlags(kingpin.CommandLine, defaultListenAddress)
+		logConfig    = addLogFlags(kingpin.CommandLine)
+	)
+	kingpin.Version(version.Print(exporterName))
+	kingpin.CommandLine.UsageWriter(os.Stdout)
+	kingpin.HelpFlag.Short('h')
+	kingpin.Parse()
+
+	logger, slogger, err := logConfig.build(os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	level.Info(logger).Log("msg", "Starting "+exporterName, "version", version.Info())
+	level.Info(logger).Log("msg", "Build context", "build_context", version.BuildContext())
+
+	ec, err := collector.NewExecutorCollector(logger)
+	if err != nil {
+		level.Error(logger).Log("msg", "Couldn't create collectors", "err", err)
+		os.Exit(1)
+	}
+	defer ec.Stop()
+	for _, name := range collector.Names() {
+		_, enabled := ec.Collectors[name]
+		level.Info(logger).Log("msg", "collector", "name", name, "enabled", enabled)
+	}
+
+	http.Handle(*metricsPath, newHandler(ec, logger, *maxRequests, !*disableExporterMetrics))
+	if *metricsPath != "/" {
+		landingPage, err := web.NewLandingPage(web.LandingConfig{
+			Name:        "Executor Exporter",
+			Description: "Prometheus exporter for JVM / Spark executor memory, node memory, cloud identity and OOM kills",
+			Version:     version.Info(),
+			Links: []web.LandingLinks{
+				{Address: *metricsPath, Text: "Metrics"},
+			},
+		})
+		if err != nil {
+			level.Error(logger).Log("msg", "Couldn't create landing page", "err", err)
+			os.Exit(1)
+		}
+		http.Handle("/", landingPage)
+	}
+
+	server := &http.Server{ReadHeaderTimeout: readHeaderTimeout}
+	if err := web.ListenAndServe(server, toolkitFlags, slogger); err != nil {
+		level.Error(logger).Log("err", err)
+		os.Exit(1)
+	}
+}
+
+// newHandler serves the collectors' metrics from one registry and the
+// exporter's own Go / process / build metrics from another, so a failing
+// collector never hides the exporter's health and vice versa.
+func newHandler(ec *collector.ExecutorCollector, logger log.Logger, maxRequests int, exporterMetrics bool) http.Handler {
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(versioncollector.NewCollector("executor_exporter"))
+	registry.MustRegister(ec)
+
+	gatherers := prometheus.Gatherers{registry}
+	var instrumented prometheus.Registerer = prometheus.NewRegistry()
+	if exporterMetrics {
+		self := prometheus.NewRegistry()
+		self.MustRegister(
+			collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+			collectors.NewGoCollector(),
+		)
+		gatherers = append(gatherers, self)
+		instrumented = self
+	}
+
+	handler := promhttp.HandlerFor(gatherers, promhttp.HandlerOpts{
+		ErrorLog:            stdLogger{logger},
+		ErrorHandling:       promhttp.ContinueOnError,
+		MaxRequestsInFlight: maxRequests,
+		Registry:            instrumented,
+	})
+	if exporterMetrics {
+		handler = promhttp.InstrumentMetricHandler(instrumented, handler)
+	}
+	return handler
+}
+
+// stdLogger adapts go-kit's logger to promhttp's Println-style ErrorLog.
+type stdLogger struct{ logger log.Logger }
+
+func (l stdLogger) Println(v ...interface{}) {
+	level.Error(l.logger).Log("msg", fmt.Sprint(v...))
+}
+
+// slogFromGoKit hands exporter-toolkit a *slog.Logger that writes through
+// the same go-kit logger as everything else.
+func slogFromGoKit(logger log.Logger, lvl slog.Leveler) *slog.Logger {
+	return slog.New(slgk.NewGoKitHandler(logger, lvl))
+}

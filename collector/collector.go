@@ -1,0 +1,171 @@
+// Package collector turns what internal/* reads into Prometheus metrics.
+// It follows node_exporter: one file per collector, each registered with
+// registerCollector and switchable with --collector.<name> /
+// --no-collector.<name>, all run in parallel on every scrape.
+package collector
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// namespace prefixes every metric the exporter defines.
+const namespace = "executor"
+
+// Collector is what every collector implements: send the current metrics to
+// ch. A returned error marks the collector failed for this scrape
+// (executor_scrape_collector_success 0) without failing the scrape.
+type Collector interface {
+	Update(ch chan<- prometheus.Metric) error
+}
+
+// Stopper is implemented by collectors that run background goroutines
+// (refreshers, pollers, log readers); Stop ends them.
+type Stopper interface {
+	Stop()
+}
+
+// ErrNoData tells the framework that a collector had nothing to report
+// this time (a missing optional kernel feature, say). It is logged at debug
+// level and is not a failure.
+var ErrNoData = errors.New("collector returned no data")
+
+// Factory builds a collector from its flags. Collectors read their own
+// flags, declared next to them, so the factory takes only the logger.
+type Factory func(logger log.Logger) (Collector, error)
+
+var (
+	factoriesMu       sync.Mutex
+	factories         = map[string]Factory{}
+	collectorEnabled  = map[string]*bool{}
+	scrapeDurationDsc = prometheus.NewDesc(
+		prometheus.BuildFQName(namespace, "scrape", "collector_duration_seconds"),
+		"executor_exporter: Duration of a collector scrape.",
+		[]string{"collector"}, nil,
+	)
+	scrapeSuccessDesc = prometheus.NewDesc(
+		prometheus.BuildFQName(namespace, "scrape", "collector_success"),
+		"executor_exporter: Whether a collector succeeded.",
+		[]string{"collector"}, nil,
+	)
+)
+
+// registerCollector adds a collector and its --collector.<name> flag. It is
+// called from the init function of each collector's file.
+func registerCollector(name string, enabledByDefault bool, factory Factory) {
+	def := "disabled"
+	if enabledByDefault {
+		def = "enabled"
+	}
+	flag := kingpin.Flag("collector."+name, fmt.Sprintf("Enable the %s collector (default: %s).", name, def)).
+		Default(fmt.Sprintf("%v", enabledByDefault)).
+		Bool()
+
+	factoriesMu.Lock()
+	defer factoriesMu.Unlock()
+	factories[name] = factory
+	collectorEnabled[name] = flag
+}
+
+// Names lists every registered collector, sorted.
+func Names() []string {
+	factoriesMu.Lock()
+	defer factoriesMu.Unlock()
+	names := make([]string, 0, len(factories))
+	for n := range factories {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// ExecutorCollector runs the enabled collectors in parallel and reports each
+// one's duration and success.
+type ExecutorCollector struct {
+	Collectors map[string]Collector
+	logger     log.Logger
+}
+
+// NewExecutorCollector builds the collectors enabled by flags.
+func NewExecutorCollector(logger log.Logger) (*ExecutorCollector, error) {
+	factoriesMu.Lock()
+	defer factoriesMu.Unlock()
+	collectors := map[string]Collector{}
+	for name, enabled := range collectorEnabled {
+		if !*enabled {
+			continue
+		}
+		c, err := factories[name](log.With(logger, "collector", name))
+		if err != nil {
+			for _, built := range collectors {
+				if s, ok := built.(Stopper); ok {
+					s.Stop()
+				}
+			}
+			return nil, fmt.Errorf("collector %s: %w", name, err)
+		}
+		collectors[name] = c
+	}
+	return &ExecutorCollector{Collectors: collectors, logger: logger}, nil
+}
+
+// NewExecutorCollectorFrom wraps already-built collectors; tests use it to
+// run one collector through the same fan-out the binary uses.
+func NewExecutorCollectorFrom(logger log.Logger, collectors map[string]Collector) *ExecutorCollector {
+	return &ExecutorCollector{Collectors: collectors, logger: logger}
+}
+
+// Describe implements prometheus.Collector.
+func (ec *ExecutorCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- scrapeDurationDsc
+	ch <- scrapeSuccessDesc
+}
+
+// Collect implements prometheus.Collector.
+func (ec *ExecutorCollector) Collect(ch chan<- prometheus.Metric) {
+	var wg sync.WaitGroup
+	wg.Add(len(ec.Collectors))
+	for name, c := range ec.Collectors {
+		go func(name string, c Collector) {
+			defer wg.Done()
+			ec.execute(name, c, ch)
+		}(name, c)
+	}
+	wg.Wait()
+}
+
+// Stop ends the background work of every collector that has some.
+func (ec *ExecutorCollector) Stop() {
+	for _, c := range ec.Collectors {
+		if s, ok := c.(Stopper); ok {
+			s.Stop()
+		}
+	}
+}
+
+func (ec *ExecutorCollector) execute(name string, c Collector, ch chan<- prometheus.Metric) {
+	begin := time.Now()
+	err := c.Update(ch)
+	duration := time.Since(begin)
+
+	success := 1.0
+	switch {
+	case err == nil:
+		level.Debug(ec.logger).Log("msg", "collector succeeded", "name", name, "duration_seconds", duration.Seconds())
+	case errors.Is(err, ErrNoData):
+		level.Debug(ec.logger).Log("msg", "collector returned no data", "name", name, "duration_seconds", duration.Seconds(), "err", err)
+	default:
+		level.Error(ec.logger).Log("msg", "collector failed", "name", name, "duration_seconds", duration.Seconds(), "err", err)
+		success = 0
+	}
+	ch <- prometheus.MustNewConstMetric(scrapeDurationDsc, prometheus.GaugeValue, duration.Seconds(), name)
+	ch <- prometheus.MustNewConstMetric(scrapeSuccessDesc, prometheus.GaugeValue, success, name)
+}

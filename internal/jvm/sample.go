@@ -1,0 +1,42 @@
+package jvm
+
+import "time"
+
+// Identity is what every per-process series is labelled with.
+type Identity struct {
+	PID        int    // pid in the exporter's pid namespace (the host's, in a DaemonSet)
+	Role       string // "executor", "driver" or "jvm"
+	AppID      string // Spark application id; empty for non-Spark JVMs
+	ExecutorID string // Spark executor id; empty unless Role is "executor"
+}
+
+// Sample is one reading of a JVM and the memory around it. The tracker keeps
+// the last Sample of every JVM for a while after the JVM is gone, so that an
+// OOM kill seen later in /dev/kmsg can be attributed to what the victim
+// looked like just before it died. Byte counts are 0 when unknown.
+type Sample struct {
+	Identity
+	NSPID int       // pid inside the JVM's own pid namespace (the hsperfdata file name)
+	Time  time.Time // when this sample was taken
+
+	HeapUsed         uint64
+	HeapCommitted    uint64
+	HeapMax          uint64
+	NonHeapCommitted uint64
+
+	// Resident memory of the JVM's process tree, split by kind.
+	RSSJVM    uint64
+	RSSPython uint64
+	RSSOther  uint64
+
+	// The memory cgroup holding the JVM. CgroupLimit is 0 when unlimited.
+	CgroupPath  string
+	CgroupLimit uint64
+	CgroupUsage uint64
+}
+
+// SampleSource answers "what did this pid look like last?". The OOM
+// collector depends on this, not on the tracker itself.
+type SampleSource interface {
+	LastSample(pid int) (Sample, bool)
+}
