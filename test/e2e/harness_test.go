@@ -1,0 +1,257 @@
+// Package e2e runs the built exporter binary against real things: procfs
+// fixtures, real JVMs, real Prometheus and Alertmanager, a real OOM kill.
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/executor-exporter/executor_exporter/internal/testjvm"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// exporterBinary returns $EXPORTER_BIN (make test sets it to the binary
+// `make build` made) or builds one once for this test run.
+func exporterBinary(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("EXPORTER_BIN"); p != "" {
+		return p
+	}
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "executor-exporter-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "executor_exporter")
+		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/executor_exporter")
+		cmd.Dir = testjvm.RepoRoot()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v: %s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// freeAddr returns a loopback address with a port nobody listens on.
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// exporter is a running executor_exporter process.
+type exporter struct {
+	Addr string
+	cmd  *exec.Cmd
+	logs *bytes.Buffer
+	mu   *sync.Mutex
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// startExporter runs the binary with args plus a loopback listen address and
+// waits until it answers. It is stopped when the test ends; its log is
+// printed if the test failed.
+func startExporter(t testing.TB, args ...string) *exporter {
+	t.Helper()
+	addr := freeAddr(t)
+	e := &exporter{Addr: addr, logs: &bytes.Buffer{}, mu: &sync.Mutex{}}
+	e.cmd = exec.Command(exporterBinary(t), append([]string{"--web.listen-address=" + addr}, args...)...)
+	e.cmd.Stdout = lockedWriter{e.mu, e.logs}
+	e.cmd.Stderr = lockedWriter{e.mu, e.logs}
+	e.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := e.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = e.cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = e.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = e.cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("exporter log:\n%s", e.Logs())
+		}
+	})
+	waitFor(t, 20*time.Second, "exporter to listen on "+addr, func() bool {
+		resp, err := http.Get("http://" + addr + "/")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return true
+	})
+	return e
+}
+
+// Logs returns what the exporter has logged so far.
+func (e *exporter) Logs() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.logs.String()
+}
+
+// scrapeText returns the body of GET /metrics, failing the test on a
+// non-200 answer.
+func (e *exporter) scrapeText(t testing.TB) string {
+	t.Helper()
+	resp, err := http.Get("http://" + e.Addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics: %s: %s", resp.Status, body)
+	}
+	return string(body)
+}
+
+// scrape returns the parsed metric families of one scrape.
+func (e *exporter) scrape(t testing.TB) map[string]*dto.MetricFamily {
+	t.Helper()
+	return parseMetrics(t, e.scrapeText(t))
+}
+
+func parseMetrics(t testing.TB, text string) map[string]*dto.MetricFamily {
+	t.Helper()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(text))
+	if err != nil {
+		t.Fatalf("parse scrape: %v", err)
+	}
+	return families
+}
+
+// findSample returns the value of the first sample of name whose labels
+// include all of want, and whether there was one.
+func findSample(families map[string]*dto.MetricFamily, name string, want map[string]string) (float64, bool) {
+	mf, ok := families[name]
+	if !ok {
+		return 0, false
+	}
+	for _, m := range mf.GetMetric() {
+		if labelsMatch(m, want) {
+			return metricValue(m), true
+		}
+	}
+	return 0, false
+}
+
+func labelsMatch(m *dto.Metric, want map[string]string) bool {
+	have := map[string]string{}
+	for _, lp := range m.GetLabel() {
+		have[lp.GetName()] = lp.GetValue()
+	}
+	for k, v := range want {
+		if have[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func metricValue(m *dto.Metric) float64 {
+	switch {
+	case m.Gauge != nil:
+		return m.GetGauge().GetValue()
+	case m.Counter != nil:
+		return m.GetCounter().GetValue()
+	case m.Untyped != nil:
+		return m.GetUntyped().GetValue()
+	}
+	return 0
+}
+
+// waitFor polls cond until it holds or timeout passes. Timeouts here bound
+// how long a broken test hangs; they assert nothing about speed.
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// requireTool finds a command on PATH: a failure in CI, where `make test`
+// installs it, a skip with the reason elsewhere.
+func requireTool(t testing.TB, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s not found; make test installs it (scripts/install-test-deps.sh)", name)
+		}
+		t.Skipf("%s not found; run scripts/install-test-deps.sh", name)
+	}
+	return p
+}
+
+// requireRoot stops tests that need root (cgroups, namespaces, /dev/kmsg):
+// a failure in CI, which runs as root, a skip with the reason elsewhere.
+func requireRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatal("this test needs root, and CI runs as root")
+		}
+		t.Skip("needs root (cgroups, namespaces, /dev/kmsg)")
+	}
+}
+
+// promtoolCheckMetrics runs `promtool check metrics` on a scrape.
+func promtoolCheckMetrics(t testing.TB, text string) {
+	t.Helper()
+	cmd := exec.Command(requireTool(t, "promtool"), "check", "metrics")
+	cmd.Stdin = strings.NewReader(text)
+	if out, err := cmd.CombinedOutput(); err != nil || len(bytes.TrimSpace(out)) > 0 {
+		t.Fatalf("promtool check metrics: %v\n%s", err, out)
+	}
+}
