@@ -1,0 +1,80 @@
+# executor_exporter. `make run` runs it on this machine; `make test` runs
+# every test, as CI does (.ci/run).
+
+GO          ?= go
+GOFMT       ?= gofmt
+PREFIX      ?= $(shell pwd)
+BIN         := executor_exporter
+PKG         := github.com/executor-exporter/executor_exporter
+VERSION     ?= $(shell cat VERSION 2>/dev/null || echo 0.0.0)
+REVISION    ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+BRANCH      ?= $(shell git rev-parse --abbrev-ref HEAD 2>/dev/null || echo unknown)
+BUILD_USER  ?= $(shell whoami)@$(shell hostname)
+BUILD_DATE  ?= $(shell date -u +%Y%m%d-%H:%M:%S)
+LISTEN      ?= :9482
+GOLANGCI_LINT_VERSION ?= v2.6.2
+
+# The same -X flags .promu.yml gives promu, so `make build` and a release
+# build report the same executor_exporter_build_info.
+VERSION_PKG := github.com/prometheus/common/version
+LDFLAGS := -X $(VERSION_PKG).Version=$(VERSION) \
+           -X $(VERSION_PKG).Revision=$(REVISION) \
+           -X $(VERSION_PKG).Branch=$(BRANCH) \
+           -X $(VERSION_PKG).BuildUser=$(BUILD_USER) \
+           -X $(VERSION_PKG).BuildDate=$(BUILD_DATE)
+
+# Real-JVM, real-OOM and real-Prometheus tests take minutes; bound a hang.
+TEST_TIMEOUT ?= 30m
+
+.PHONY: all build run test test-unit test-deps check-metrics fmt vet lint mixin mixin-check demo clean
+
+all: fmt vet build test
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/executor_exporter
+
+# Runs on any Linux machine: no cloud, no Kubernetes, no JVM needed.
+run: build
+	./$(BIN) --web.listen-address=$(LISTEN)
+
+# Everything CI checks: Debian test dependencies, formatting, vet, the
+# mixin's generated files and rule tests, and every Go test (unit, fuzz
+# seeds, real JVMs, real OOM kill, real Prometheus + Alertmanager) with -race.
+test: test-deps fmt-check vet build mixin-check
+	EXPORTER_BIN=$(PREFIX)/$(BIN) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+# Unit tests only: no binary, no root, no packages to install.
+test-unit:
+	$(GO) test -race -count=1 -short ./internal/... ./collector/... ./cmd/...
+
+test-deps:
+	./scripts/install-test-deps.sh
+
+check-metrics: build
+	./scripts/check-metrics.sh ./$(BIN)
+
+fmt:
+	$(GOFMT) -w $$(git ls-files '*.go')
+
+fmt-check:
+	@out=$$($(GOFMT) -l $$(git ls-files '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+# golangci-lint is not vendored; `go run` fetches the pinned version.
+lint: vet
+	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION) run ./...
+
+mixin:
+	$(MAKE) -C mixin generate
+
+mixin-check:
+	@if [ -f mixin/Makefile ]; then $(MAKE) -C mixin check; else echo "mixin: not present yet"; fi
+
+demo: build
+	./deploy/prometheus/demo.sh
+
+clean:
+	rm -f $(BIN)

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what the tests run for real, from Debian's packages, when it is
+# missing: promtool + prometheus, alertmanager, and the JDK's java/javac/jstat.
+# CI machines are fresh, so the package lists are updated first.
+set -euo pipefail
+
+need=()
+command -v promtool >/dev/null 2>&1 || need+=(prometheus)
+command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
+command -v prometheus-alertmanager >/dev/null 2>&1 || need+=(prometheus-alertmanager)
+command -v javac >/dev/null 2>&1 || need+=(openjdk-17-jdk-headless)
+command -v jstat >/dev/null 2>&1 || need+=(openjdk-17-jdk-headless)
+command -v python3 >/dev/null 2>&1 || need+=(python3)
+command -v unshare >/dev/null 2>&1 || need+=(util-linux)
+
+if [ ${#need[@]} -eq 0 ]; then
+  echo "test dependencies: all present"
+  exit 0
+fi
+mapfile -t need < <(printf '%s\n' "${need[@]}" | sort -u)
+if [ "$(id -u)" -ne 0 ]; then
+  echo "missing ${need[*]}: run this script as root (apt-get install)" >&2
+  exit 1
+fi
+echo "installing ${need[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
