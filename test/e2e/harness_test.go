@@ -87,11 +87,26 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 }
 
 // startExporter runs the binary with args plus a loopback listen address and
-// waits until it answers. It is stopped when the test ends; its log is
-// printed if the test failed.
+// waits until it answers plain HTTP. It is stopped when the test ends; its
+// log is printed if the test failed.
 func startExporter(t testing.TB, args ...string) *exporter {
 	t.Helper()
-	addr := freeAddr(t)
+	e := startExporterNoWait(t, freeAddr(t), args...)
+	waitFor(t, 20*time.Second, "exporter to listen on "+e.Addr, func() bool {
+		resp, err := http.Get("http://" + e.Addr + "/")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return true
+	})
+	return e
+}
+
+// startExporterNoWait starts the binary on addr and returns at once, for
+// callers that wait in their own way (TLS, expected failures).
+func startExporterNoWait(t testing.TB, addr string, args ...string) *exporter {
+	t.Helper()
 	e := &exporter{Addr: addr, logs: &bytes.Buffer{}, mu: &sync.Mutex{}}
 	e.cmd = exec.Command(exporterBinary(t), append([]string{"--web.listen-address=" + addr}, args...)...)
 	e.cmd.Stdout = lockedWriter{e.mu, e.logs}
@@ -113,14 +128,6 @@ func startExporter(t testing.TB, args ...string) *exporter {
 		if t.Failed() {
 			t.Logf("exporter log:\n%s", e.Logs())
 		}
-	})
-	waitFor(t, 20*time.Second, "exporter to listen on "+addr, func() bool {
-		resp, err := http.Get("http://" + addr + "/")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return true
 	})
 	return e
 }
