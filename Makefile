@@ -12,7 +12,7 @@ BRANCH      ?= $(shell git rev-parse --abbrev-ref HEAD 2>/dev/null || echo unkno
 BUILD_USER  ?= $(shell whoami)@$(shell hostname)
 BUILD_DATE  ?= $(shell date -u +%Y%m%d-%H:%M:%S)
 LISTEN      ?= :9482
-GOLANGCI_LINT_VERSION ?= v2.6.2
+GOLANGCI_LINT_VERSION ?= v2.15.0
 
 # The same -X flags .promu.yml gives promu, so `make build` and a release
 # build report the same executor_exporter_build_info.

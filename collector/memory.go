@@ -54,13 +54,12 @@ var meminfoFields = []meminfoField{
 }
 
 type memoryCollector struct {
-	fs        procfs.FS
-	paths     Paths
-	logger    log.Logger
-	pressure  *prometheus.Desc
-	oomKills  *prometheus.Desc
-	meminfo   []meminfoField
-	psiExists bool
+	fs       procfs.FS
+	paths    Paths
+	logger   log.Logger
+	pressure *prometheus.Desc
+	oomKills *prometheus.Desc
+	meminfo  []meminfoField
 }
 
 // NewMemoryCollector reads node memory from /proc/meminfo, memory pressure

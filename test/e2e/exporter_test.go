@@ -102,7 +102,7 @@ func TestMalformedProcfsCostsOnlyItsCollector(t *testing.T) {
 
 // TestLiveScrapeIsPromtoolClean scrapes this machine with default roots.
 func TestLiveScrapeIsPromtoolClean(t *testing.T) {
-	e := startExporter(t, )
+	e := startExporter(t)
 	text := e.scrapeText(t)
 	promtoolCheckMetrics(t, text)
 	families := parseMetrics(t, text)
@@ -135,7 +135,7 @@ func TestWebConfigTLSAndBasicAuth(t *testing.T) {
 
 	addr := freeAddr(t)
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-	started := startExporterTLS(t, client, addr, "--web.config.file="+configFile, )
+	started := startExporterTLS(t, client, addr, "--web.config.file="+configFile)
 
 	get := func(user, pass string) int {
 		req, _ := http.NewRequest(http.MethodGet, "https://"+started+"/metrics", nil)
