@@ -1,0 +1,201 @@
+package procmem
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/prometheus/procfs"
+)
+
+// CgroupMemory is the state of the memory cgroup that holds a process.
+type CgroupMemory struct {
+	// Path is the cgroup's path as /proc/<pid>/cgroup gives it.
+	Path string
+	// Version is 1 or 2.
+	Version int
+	// Limit is the hard limit in bytes; 0 means unlimited.
+	Limit uint64
+	// Usage is memory.usage_in_bytes (v1) or memory.current (v2).
+	Usage uint64
+	// WorkingSet is Usage minus inactive file pages, floored at 0.
+	WorkingSet uint64
+	// OOMKills counts processes the kernel OOM killer killed in this cgroup;
+	// valid only when HasOOMKills (kernels before 4.13 lack it in v1).
+	OOMKills    uint64
+	HasOOMKills bool
+}
+
+// cgroupFile names the files to read for one cgroup version.
+type cgroupFiles struct {
+	limit, usage, stat, inactiveKey, oom string
+	parseLimit                           func([]byte) (uint64, error)
+}
+
+var (
+	v1Files = cgroupFiles{
+		limit: "memory.limit_in_bytes", usage: "memory.usage_in_bytes",
+		stat: "memory.stat", inactiveKey: "total_inactive_file",
+		oom: "memory.oom_control", parseLimit: parseV1Limit,
+	}
+	v2Files = cgroupFiles{
+		limit: "memory.max", usage: "memory.current",
+		stat: "memory.stat", inactiveKey: "inactive_file",
+		oom: "memory.events", parseLimit: parseV2Max,
+	}
+)
+
+// ReadCgroupMemory finds the memory cgroup of pid from <procPath>/<pid>/cgroup
+// and reads its files under <sysfsPath>/fs/cgroup.
+//
+// The path in /proc/<pid>/cgroup is relative to the reader's cgroup namespace
+// root. The exporter is assumed to run in the host cgroup namespace (a
+// systemd service, or a DaemonSet pod with hostPID whose /sys/fs/cgroup is the
+// host's): then that path is the host path and names a directory under
+// sysfsPath. From a private cgroup namespace, other containers' paths start
+// with "/.." and are rejected with an error saying so.
+//
+// Files are opened through an os.Root at sysfsPath, so neither ".." nor a
+// symlink can lead the read outside it.
+func ReadCgroupMemory(procPath, sysfsPath string, pid int) (CgroupMemory, error) {
+	pfs, err := procfs.NewFS(procPath)
+	if err != nil {
+		return CgroupMemory{}, err
+	}
+	proc, err := pfs.Proc(pid)
+	if err != nil {
+		return CgroupMemory{}, fmt.Errorf("pid %d: %w", pid, err)
+	}
+	cgroups, err := proc.Cgroups()
+	if err != nil {
+		return CgroupMemory{}, fmt.Errorf("pid %d: reading cgroup: %w", pid, err)
+	}
+	root, err := os.OpenRoot(sysfsPath)
+	if err != nil {
+		return CgroupMemory{}, fmt.Errorf("opening sysfs: %w", err)
+	}
+	defer root.Close()
+
+	cg, dirs, err := memoryCgroup(cgroups)
+	if err != nil {
+		return CgroupMemory{}, fmt.Errorf("pid %d: %w", pid, err)
+	}
+	rel, err := cleanCgroupPath(cg.Path)
+	if err != nil {
+		return CgroupMemory{}, fmt.Errorf("pid %d: %w", pid, err)
+	}
+	dir, err := findCgroupDir(root, dirs, rel)
+	if err != nil {
+		return CgroupMemory{}, fmt.Errorf("pid %d: memory cgroup %q: %w", pid, truncate(cg.Path, 128), err)
+	}
+	m := CgroupMemory{Path: cg.Path, Version: 1}
+	files := v1Files
+	if cg.HierarchyID == 0 {
+		m.Version, files = 2, v2Files
+	}
+	if err := readCgroupFiles(root, dir, files, &m); err != nil {
+		return CgroupMemory{}, fmt.Errorf("pid %d: memory cgroup %q: %w", pid, truncate(cg.Path, 128), err)
+	}
+	return m, nil
+}
+
+// memoryCgroup picks the line of /proc/<pid>/cgroup that governs memory and
+// the candidate mount directories (relative to sysfs) of its hierarchy. A v1
+// memory controller wins over the unified line: in hybrid mode the unified
+// hierarchy (mounted at fs/cgroup/unified) carries no memory controller.
+func memoryCgroup(cgroups []procfs.Cgroup) (procfs.Cgroup, []string, error) {
+	for _, cg := range cgroups {
+		if slices.Contains(cg.Controllers, "memory") {
+			// Co-mounted controllers get a directory named after all of them;
+			// systemd adds a "memory" symlink to it.
+			dirs := []string{path.Join("fs/cgroup", strings.Join(cg.Controllers, ","))}
+			if len(cg.Controllers) > 1 {
+				dirs = append(dirs, "fs/cgroup/memory")
+			}
+			return cg, dirs, nil
+		}
+	}
+	for _, cg := range cgroups {
+		if cg.HierarchyID == 0 && len(cg.Controllers) == 0 {
+			return cg, []string{"fs/cgroup"}, nil
+		}
+	}
+	return procfs.Cgroup{}, nil, errors.New("no memory cgroup (neither a v1 memory controller nor a v2 unified line)")
+}
+
+// findCgroupDir returns the first mount candidate under which the cgroup
+// directory exists.
+func findCgroupDir(root *os.Root, mounts []string, rel string) (string, error) {
+	var firstErr error
+	for _, m := range mounts {
+		dir := path.Join(m, rel)
+		fi, err := root.Stat(dir)
+		if err == nil && fi.IsDir() {
+			return dir, nil
+		}
+		if err == nil {
+			err = fmt.Errorf("%s is not a directory", dir)
+		}
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+	if errors.Is(firstErr, fs.ErrNotExist) {
+		return "", fmt.Errorf("no such cgroup under sysfs (%s); is the exporter outside the host cgroup namespace, or did the cgroup go away? %w", path.Join(mounts[0], rel), firstErr)
+	}
+	return "", firstErr
+}
+
+func readCgroupFiles(root *os.Root, dir string, f cgroupFiles, m *CgroupMemory) error {
+	read := func(name string) ([]byte, error) {
+		b, err := root.ReadFile(path.Join(dir, name))
+		if err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
+	parse := func(name string, parser func([]byte) (uint64, error)) (uint64, error) {
+		b, err := read(name)
+		if err != nil {
+			return 0, err
+		}
+		v, err := parser(b)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", name, err)
+		}
+		return v, nil
+	}
+
+	var err error
+	if m.Limit, err = parse(f.limit, f.parseLimit); err != nil {
+		return err
+	}
+	if m.Usage, err = parse(f.usage, parseSingleUint); err != nil {
+		return err
+	}
+	stat, err := read(f.stat)
+	if err != nil {
+		return err
+	}
+	inactive, _, err := parseKeyedUint(stat, f.inactiveKey)
+	if err != nil {
+		return fmt.Errorf("%s: %w", f.stat, err)
+	}
+	m.WorkingSet = workingSet(m.Usage, inactive)
+
+	oom, err := read(f.oom)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if m.OOMKills, m.HasOOMKills, err = parseKeyedUint(oom, "oom_kill"); err != nil {
+		return fmt.Errorf("%s: %w", f.oom, err)
+	}
+	return nil
+}
