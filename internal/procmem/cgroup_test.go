@@ -1,0 +1,138 @@
+package procmem
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const mib = 1 << 20
+
+func TestReadCgroupMemoryFixtures(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		tree    string // under testdata: holds proc/ and sys/
+		pid     int
+		want    CgroupMemory
+		wantErr string
+	}{
+		{
+			name: "v1 limited with oom kills", tree: "cgroupv1", pid: 10,
+			want: CgroupMemory{Path: "/kubepods/burstable/pod1/limited", Version: 1, Limit: 256 * mib,
+				Usage: 100 * mib, WorkingSet: 90 * mib, OOMKills: 3, HasOOMKills: true},
+		},
+		{
+			name: "v1 unlimited, kernel without oom_kill", tree: "cgroupv1", pid: 11,
+			want: CgroupMemory{Path: "/unlimited", Version: 1, Limit: 0, Usage: 50 * mib, WorkingSet: 50 * mib},
+		},
+		{name: "v1 garbage usage", tree: "cgroupv1", pid: 12, wantErr: "memory.usage_in_bytes: not an unsigned integer"},
+		{name: "v1 dot-dot path", tree: "cgroupv1", pid: 13, wantErr: "host cgroup namespace"},
+		{name: "v1 cgroup gone", tree: "cgroupv1", pid: 14, wantErr: "no such cgroup under sysfs"},
+		{
+			name: "v1 inactive file above usage", tree: "cgroupv1", pid: 15,
+			want: CgroupMemory{Path: "/cachy", Version: 1, Limit: 64 * mib, Usage: 10 * mib, WorkingSet: 0, HasOOMKills: true},
+		},
+		{
+			name: "v1 co-mounted controllers", tree: "cgroupv1", pid: 16,
+			want: CgroupMemory{Path: "/comount", Version: 1, Limit: 32 * mib, Usage: mib, WorkingSet: mib, HasOOMKills: true},
+		},
+		{name: "v1 no memory controller", tree: "cgroupv1", pid: 17, wantErr: "no memory cgroup"},
+		{name: "v1 bad oom_kill", tree: "cgroupv1", pid: 18, wantErr: "memory.oom_control: oom_kill"},
+		{
+			name: "v1 no oom_control file", tree: "cgroupv1", pid: 19,
+			want: CgroupMemory{Path: "/nooomfile", Version: 1, Limit: 64 * mib, Usage: mib, WorkingSet: mib},
+		},
+		{name: "v1 empty limit", tree: "cgroupv1", pid: 20, wantErr: "memory.limit_in_bytes: empty value"},
+		{
+			name: "v1 root cgroup", tree: "cgroupv1", pid: 21,
+			want: CgroupMemory{Path: "/", Version: 1, Usage: 900 * mib, WorkingSet: 800 * mib, OOMKills: 7, HasOOMKills: true},
+		},
+		{name: "garbage /proc/pid/cgroup", tree: "cgroupv1", pid: 22, wantErr: "reading cgroup"},
+		{name: "relative cgroup path", tree: "cgroupv1", pid: 23, wantErr: "not absolute"},
+		{name: "no such pid", tree: "cgroupv1", pid: 99999, wantErr: "pid 99999"},
+		{
+			name: "v2 container", tree: "cgroupv2", pid: 30,
+			want: CgroupMemory{Path: "/kubepods.slice/kubepods-pod1.slice/cri-containerd-abc.scope", Version: 2,
+				Limit: 512 * mib, Usage: 300 * mib, WorkingSet: 256 * mib, OOMKills: 1, HasOOMKills: true},
+		},
+		{
+			name: "v2 unlimited, no memory.events", tree: "cgroupv2", pid: 31,
+			want: CgroupMemory{Path: "/system.slice/spark.service", Version: 2, Usage: 80 * mib, WorkingSet: 80 * mib},
+		},
+		{name: "v2 garbage max", tree: "cgroupv2", pid: 32, wantErr: "memory.max: not an unsigned integer"},
+		{name: "v2 dot-dot path", tree: "cgroupv2", pid: 33, wantErr: "leaves the cgroup namespace root"},
+		{name: "v2 memory controller not enabled", tree: "cgroupv2", pid: 34, wantErr: "memory.max"},
+		{name: "v2 bad memory.events", tree: "cgroupv2", pid: 35, wantErr: "memory.events: oom_kill"},
+		{name: "v2 bad memory.stat", tree: "cgroupv2", pid: 36, wantErr: "memory.stat: inactive_file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join("testdata", tc.tree)
+			got, err := ReadCgroupMemory(filepath.Join(dir, "proc"), filepath.Join(dir, "sys"), tc.pid)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error = %v, want containing %q (got %+v)", err, tc.wantErr, got)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("got  %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// A cgroup directory that is a symlink pointing outside sysfs must not be
+// read, even though the files it leads to are valid.
+func TestReadCgroupMemoryRefusesSymlinkOutOfSysfs(t *testing.T) {
+	base := t.TempDir()
+	outside := filepath.Join(base, "outside")
+	mustWrite(t, filepath.Join(outside, "memory.limit_in_bytes"), "1048576\n")
+	mustWrite(t, filepath.Join(outside, "memory.usage_in_bytes"), "1024\n")
+	mustWrite(t, filepath.Join(outside, "memory.stat"), "total_inactive_file 0\n")
+	mustWrite(t, filepath.Join(base, "proc", "42", "cgroup"), "4:memory:/escape\n")
+	mount := filepath.Join(base, "sys", "fs", "cgroup", "memory")
+	if err := os.MkdirAll(mount, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../../../../outside", filepath.Join(mount, "escape")); err != nil {
+		t.Fatal(err)
+	}
+	// The same layout with a symlink that stays inside sysfs is fine.
+	mustWrite(t, filepath.Join(base, "sys", "real", "memory.limit_in_bytes"), "1048576\n")
+	mustWrite(t, filepath.Join(base, "sys", "real", "memory.usage_in_bytes"), "1024\n")
+	mustWrite(t, filepath.Join(base, "sys", "real", "memory.stat"), "total_inactive_file 0\n")
+	mustWrite(t, filepath.Join(base, "proc", "43", "cgroup"), "4:memory:/inside\n")
+	if err := os.Symlink("../../../real", filepath.Join(mount, "inside")); err != nil {
+		t.Fatal(err)
+	}
+
+	m, err := ReadCgroupMemory(filepath.Join(base, "proc"), filepath.Join(base, "sys"), 42)
+	if err == nil {
+		t.Fatalf("read through a symlink out of sysfs: %+v", m)
+	}
+	if !strings.Contains(err.Error(), "escape") {
+		t.Errorf("error does not name the cgroup: %v", err)
+	}
+	t.Logf("refused as expected: %v", err)
+	m, err = ReadCgroupMemory(filepath.Join(base, "proc"), filepath.Join(base, "sys"), 43)
+	if err != nil {
+		t.Fatalf("symlink inside sysfs: %v", err)
+	}
+	if m.Limit != mib || m.Usage != 1024 {
+		t.Errorf("got %+v", m)
+	}
+}
+
+func mustWrite(t *testing.T, name, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(name, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,126 @@
+package procmem
+
+import (
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/prometheus/procfs"
+)
+
+func fixtureTable(t *testing.T) *ProcessTable {
+	t.Helper()
+	fs, err := procfs.NewFS("testdata/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, err := NewProcessTable(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return table
+}
+
+func TestProcessTableFixture(t *testing.T) {
+	table := fixtureTable(t)
+	page := uint64(os.Getpagesize())
+
+	// 201 has an unparsable stat and 300 vanished (no stat): both left out.
+	wantPIDs := []int{1, 100, 101, 102, 103, 104, 105, 106, 107, 200}
+	if got := table.PIDs(); !slices.Equal(got, wantPIDs) {
+		t.Errorf("PIDs() = %v, want %v", got, wantPIDs)
+	}
+	for _, want := range []Process{
+		{PID: 101, PPID: 100, Comm: "java", RSS: 50000 * page, StartTime: time.Unix(1700000010, 500_000_000)},
+		{PID: 106, PPID: 101, Comm: "a) b", RSS: 5 * page, StartTime: time.Unix(1700000024, 0)},
+		{PID: 1, PPID: 0, Comm: "systemd", RSS: 100 * page, StartTime: time.Unix(1700000000, 10_000_000)},
+	} {
+		got, ok := table.Process(want.PID)
+		if !ok {
+			t.Errorf("Process(%d) missing", want.PID)
+			continue
+		}
+		if got.PID != want.PID || got.PPID != want.PPID || got.Comm != want.Comm || got.RSS != want.RSS || !got.StartTime.Equal(want.StartTime) {
+			t.Errorf("Process(%d) = %+v, want %+v", want.PID, got, want)
+		}
+	}
+	if p, ok := table.Process(201); ok {
+		t.Errorf("Process(201) with garbage stat = %+v, want absent", p)
+	}
+	children := table.Children(101)
+	slices.Sort(children)
+	if want := []int{102, 105, 106}; !slices.Equal(children, want) {
+		t.Errorf("Children(101) = %v, want %v", children, want)
+	}
+}
+
+func TestTreeRSSFixture(t *testing.T) {
+	table := fixtureTable(t)
+	page := uint64(os.Getpagesize())
+	for _, tc := range []struct {
+		name string
+		pid  int
+		want TreeRSS // in pages
+	}{
+		// 104's comm is renamed: its exe link names python3.10 (deleted).
+		// 107 is python under a non-python parent (sleep) and still counts.
+		{"executor JVM", 101, TreeRSS{JVM: 50000, Python: 20000 + 7000 + 3000 + 1000, Other: 100 + 5}},
+		{"launcher shell above the JVM", 100, TreeRSS{JVM: 50000, Python: 31000, Other: 10 + 105}},
+		{"pyspark daemon subtree", 102, TreeRSS{Python: 30000}},
+		{"leaf worker", 103, TreeRSS{Python: 7000}},
+		{"unrelated JVM", 200, TreeRSS{JVM: 90000}},
+		{"whole machine", 1, TreeRSS{JVM: 140000, Python: 31000, Other: 100 + 115}},
+		{"unknown pid", 4242, TreeRSS{}},
+		{"pid with unreadable stat", 201, TreeRSS{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want := TreeRSS{JVM: tc.want.JVM * page, Python: tc.want.Python * page, Other: tc.want.Other * page}
+			got := table.TreeRSS(tc.pid)
+			if got != want {
+				t.Errorf("TreeRSS(%d) = %+v, want %+v (pages: %+v)", tc.pid, got, want, tc.want)
+			}
+			if got.Total() != want.JVM+want.Python+want.Other {
+				t.Errorf("Total() = %d", got.Total())
+			}
+		})
+	}
+}
+
+func TestClassifyName(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		want processKind
+	}{
+		{"java", kindJVM},
+		{"python", kindPython},
+		{"python3", kindPython},
+		{"python3.11", kindPython},
+		{"python2.7", kindPython},
+		{"python3.11-config", kindOther},
+		{"pythonista", kindOther},
+		{"ipython", kindOther},
+		{"javac", kindOther},
+		{"Java", kindOther},
+		{"bash", kindOther},
+		{"", kindOther},
+	} {
+		if got := classifyName(tc.name); got != tc.want {
+			t.Errorf("classifyName(%q) = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestNewProcessTableErrors(t *testing.T) {
+	// A procfs without /proc/stat has no boot time: an error, not a table
+	// with start times in 1970.
+	dir := t.TempDir()
+	mustWrite(t, dir+"/1/stat", "1 (init) S 0 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 1 0 1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n")
+	fs, err := procfs.NewFS(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewProcessTable(fs); err == nil {
+		t.Error("NewProcessTable without /proc/stat: no error")
+	}
+}
