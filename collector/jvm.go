@@ -1,0 +1,192 @@
+package collector
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/go-kit/log"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/executor-exporter/executor_exporter/internal/jvm"
+)
+
+func init() {
+	registerCollector("jvm", true, func(logger log.Logger) (Collector, error) {
+		t := sharedJVMTracker(logger)
+		if t == nil {
+			return nil, errors.New("JVM tracker unavailable")
+		}
+		return NewJVMCollector(t, logger), nil
+	})
+}
+
+// maxLabelBytes caps every label value taken from a JVM: command lines and
+// environments belong to whoever started the process.
+const maxLabelBytes = 128
+
+// identityLabels are on every per-process series.
+var identityLabels = []string{"pid", "role", "app_id", "executor_id"}
+
+func jvmDesc(subsystem, name, help string, extra ...string) *prometheus.Desc {
+	return prometheus.NewDesc(prometheus.BuildFQName(namespace, subsystem, name), help,
+		append(append([]string{}, identityLabels...), extra...), nil)
+}
+
+type jvmCollector struct {
+	tracker *jvm.Tracker
+	logger  log.Logger
+
+	info                                    *prometheus.Desc
+	memUsed, memCommitted, memMax           *prometheus.Desc
+	poolUsed, poolCommitted, poolMax        *prometheus.Desc
+	gcCollections, gcSeconds                *prometheus.Desc
+	threads, classes, safepoint, startTime  *prometheus.Desc
+	rss                                     *prometheus.Desc
+	cgLimit, cgUsage, cgWorkingSet, cgKills *prometheus.Desc
+	processes, dropped, readErrors          *prometheus.Desc
+}
+
+// NewJVMCollector reports what the tracker reads of every JVM: HotSpot's
+// own counters from hsperfdata, the process tree's resident memory, and
+// the memory cgroup around it. Each scrape asks the tracker for a fresh
+// reading.
+func NewJVMCollector(tracker *jvm.Tracker, logger log.Logger) Collector {
+	return &jvmCollector{
+		tracker: tracker,
+		logger:  logger,
+		info: jvmDesc("jvm", "info", "A JVM on this machine; descriptive labels from hsperfdata and the command line.",
+			"main_class", "jvm_version", "gc", "vm_args_xmx", "pod"),
+		memUsed:       jvmDesc("jvm", "memory_used_bytes", "Heap or non-heap memory in use.", "area"),
+		memCommitted:  jvmDesc("jvm", "memory_committed_bytes", "Heap or non-heap memory committed by the JVM.", "area"),
+		memMax:        jvmDesc("jvm", "memory_max_bytes", "Largest heap or non-heap size the JVM may grow to.", "area"),
+		poolUsed:      jvmDesc("jvm", "memory_pool_used_bytes", "Memory in use in a heap space or non-heap pool.", "pool"),
+		poolCommitted: jvmDesc("jvm", "memory_pool_committed_bytes", "Memory committed to a heap space or non-heap pool.", "pool"),
+		poolMax:       jvmDesc("jvm", "memory_pool_max_bytes", "Largest size of a heap space or non-heap pool.", "pool"),
+		gcCollections: jvmDesc("jvm", "gc_collections_total", "Collections run by a garbage collector.", "gc"),
+		gcSeconds:     jvmDesc("jvm", "gc_collection_seconds_total", "Time spent in a garbage collector's collections.", "gc"),
+		threads:       jvmDesc("jvm", "threads", "Java threads alive, all (live) or daemon.", "state"),
+		classes:       jvmDesc("jvm", "classes_loaded", "Classes currently loaded."),
+		safepoint:     jvmDesc("jvm", "safepoint_seconds_total", "Time application threads were stopped at safepoints."),
+		startTime:     jvmDesc("jvm", "start_time_seconds", "When the JVM was created, seconds since the epoch."),
+		rss: jvmDesc("process", "resident_memory_bytes",
+			"Resident memory of the JVM's process tree: the JVM itself, Python children (PySpark workers), other children.", "kind"),
+		cgLimit:      jvmDesc("container", "memory_limit_bytes", "Memory limit of the cgroup holding the JVM; absent when unlimited."),
+		cgUsage:      jvmDesc("container", "memory_usage_bytes", "Memory charged to the cgroup holding the JVM."),
+		cgWorkingSet: jvmDesc("container", "memory_working_set_bytes", "Usage minus inactive file cache, what the kubelet and the OOM killer look at."),
+		cgKills:      jvmDesc("container", "oom_kills_total", "OOM kills in the cgroup holding the JVM."),
+		processes: prometheus.NewDesc(prometheus.BuildFQName(namespace, "jvm", "processes"),
+			"JVMs tracked on this machine.", nil, nil),
+		dropped: prometheus.NewDesc(prometheus.BuildFQName(namespace, "jvm", "processes_dropped"),
+			"JVMs found but not tracked because of --jvm.max-processes.", nil, nil),
+		readErrors: prometheus.NewDesc(prometheus.BuildFQName(namespace, "jvm", "read_errors_total"),
+			"JVMs found but not read (or whose cgroup was not read), by reason.", []string{"reason"}, nil),
+	}
+}
+
+func (c *jvmCollector) Update(ch chan<- prometheus.Metric) error {
+	view, err := c.tracker.Refresh()
+	if err != nil {
+		return err
+	}
+	ch <- prometheus.MustNewConstMetric(c.processes, prometheus.GaugeValue, float64(len(view.JVMs)))
+	ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.GaugeValue, float64(view.Dropped))
+	errs := c.tracker.ErrorCounts()
+	for _, reason := range []string{jvm.ReasonPermission, jvm.ReasonCorrupt, jvm.ReasonStale, jvm.ReasonUntrusted, jvm.ReasonRead, jvm.ReasonCgroup} {
+		// Every reason is present from the start, so increase() sees the first error.
+		ch <- prometheus.MustNewConstMetric(c.readErrors, prometheus.CounterValue, float64(errs[reason]), reason)
+	}
+	for i := range view.JVMs {
+		c.updateJVM(ch, &view.JVMs[i])
+	}
+	return nil
+}
+
+func (c *jvmCollector) updateJVM(ch chan<- prometheus.Metric, j *jvm.JVM) {
+	id := []string{strconv.Itoa(j.PID), labelValue(j.Role), labelValue(j.AppID), labelValue(j.ExecutorID)}
+	gauge := func(d *prometheus.Desc, v float64, extra ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append(id[:4:4], extra...)...)
+	}
+	counter := func(d *prometheus.Desc, v float64, extra ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, append(id[:4:4], extra...)...)
+	}
+	s := &j.Stats
+
+	gauge(c.info, 1, labelValue(j.MainClass), labelValue(s.VMVersion), labelValue(s.GCName), labelValue(j.Xmx), labelValue(j.Pod))
+	gauge(c.memUsed, float64(s.HeapUsed), "heap")
+	gauge(c.memCommitted, float64(s.HeapCommitted), "heap")
+	gauge(c.memUsed, float64(s.NonHeapUsed), "nonheap")
+	gauge(c.memCommitted, float64(s.NonHeapCommitted), "nonheap")
+	// A max of 0 is "not set" (Metaspace without -XX:MaxMetaspaceSize).
+	if s.HeapMax > 0 {
+		gauge(c.memMax, float64(s.HeapMax), "heap")
+	}
+	if s.NonHeapMax > 0 {
+		gauge(c.memMax, float64(s.NonHeapMax), "nonheap")
+	}
+
+	// Pool and collector names come from the file; a repeated name would
+	// make the whole scrape fail as a duplicate series, so only the first
+	// counts.
+	seen := map[string]bool{}
+	for _, p := range s.Pools {
+		name := labelValue(p.Name)
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		gauge(c.poolUsed, float64(p.Used), name)
+		gauge(c.poolCommitted, float64(p.Committed), name)
+		if p.Max > 0 {
+			gauge(c.poolMax, float64(p.Max), name)
+		}
+	}
+	clear(seen)
+	for _, g := range s.GCs {
+		name := labelValue(g.Name)
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		counter(c.gcCollections, float64(g.Collections), name)
+		counter(c.gcSeconds, g.Seconds, name)
+	}
+
+	gauge(c.threads, float64(s.ThreadsLive), "live")
+	gauge(c.threads, float64(s.ThreadsDaemon), "daemon")
+	gauge(c.classes, float64(s.ClassesLoaded))
+	counter(c.safepoint, s.SafepointSeconds)
+	gauge(c.startTime, float64(s.StartTime.UnixNano())/1e9)
+
+	gauge(c.rss, float64(j.RSSJVM), "jvm")
+	gauge(c.rss, float64(j.RSSPython), "python")
+	gauge(c.rss, float64(j.RSSOther), "other")
+
+	if j.HasCgroup {
+		if j.Cgroup.Limit > 0 {
+			gauge(c.cgLimit, float64(j.Cgroup.Limit))
+		}
+		gauge(c.cgUsage, float64(j.Cgroup.Usage))
+		gauge(c.cgWorkingSet, float64(j.Cgroup.WorkingSet))
+		if j.Cgroup.HasOOMKills {
+			counter(c.cgKills, float64(j.Cgroup.OOMKills))
+		}
+	}
+}
+
+// labelValue makes a string from a JVM safe as a label value: valid UTF-8
+// and at most maxLabelBytes, cut at a rune boundary.
+func labelValue(s string) string {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	if len(s) <= maxLabelBytes {
+		return s
+	}
+	cut := maxLabelBytes
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
+}

@@ -1,0 +1,193 @@
+package jvm
+
+import (
+	"bytes"
+	"strings"
+)
+
+// Roles a JVM can have.
+const (
+	RoleExecutor = "executor"
+	RoleDriver   = "driver"
+	RoleJVM      = "jvm"
+)
+
+// executorClasses are the main classes Spark starts executors with, on
+// standalone / YARN / Kubernetes.
+var executorClasses = map[string]bool{
+	"org.apache.spark.executor.CoarseGrainedExecutorBackend":           true,
+	"org.apache.spark.executor.YarnCoarseGrainedExecutorBackend":       true,
+	"org.apache.spark.scheduler.cluster.k8s.KubernetesExecutorBackend": true,
+}
+
+const driverClass = "org.apache.spark.deploy.SparkSubmit"
+
+// Command is what a JVM's command line says about it.
+type Command struct {
+	MainClass  string // class, module/class's class, or the jar given to -jar
+	Role       string
+	AppID      string
+	ExecutorID string
+	Xmx        string // the last -Xmx as written ("4g"); empty when not given
+}
+
+// launcherOptionsWithArg are java launcher options whose value is the next
+// argument; without knowing them the value would be taken for the main class.
+var launcherOptionsWithArg = map[string]bool{
+	"-cp": true, "-classpath": true, "--class-path": true,
+	"-p": true, "--module-path": true, "--upgrade-module-path": true,
+	"--add-modules": true, "--enable-native-access": true, "--limit-modules": true,
+	"--add-exports": true, "--add-opens": true, "--add-reads": true,
+	"--patch-module": true, "--describe-module": true, "-d": true,
+}
+
+// ParseCmdline reads /proc/<pid>/cmdline (NUL-separated) of a java process.
+// Unlike sun.rt.javaCommand it is not cut at 1024 bytes, so Spark's
+// arguments after a long classpath are still there.
+func ParseCmdline(b []byte) Command {
+	args := splitNUL(b)
+	cmd := Command{Role: RoleJVM}
+	if len(args) == 0 {
+		return cmd
+	}
+	i := 1 // args[0] is the launcher
+	for ; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case strings.HasPrefix(a, "-Xmx"):
+			cmd.Xmx = a[len("-Xmx"):]
+			continue
+		case a == "-jar":
+			if i+1 < len(args) {
+				cmd.MainClass = args[i+1]
+			}
+			i += 2
+		case a == "-m" || a == "--module":
+			if i+1 < len(args) {
+				cmd.MainClass = moduleClass(args[i+1])
+			}
+			i += 2
+		case strings.HasPrefix(a, "--module="):
+			cmd.MainClass = moduleClass(a[len("--module="):])
+			i++
+		case launcherOptionsWithArg[a]:
+			i++
+			continue
+		case strings.HasPrefix(a, "-") || strings.HasPrefix(a, "@"):
+			continue
+		default:
+			cmd.MainClass = a
+			i++
+		}
+		break
+	}
+	if i > len(args) {
+		i = len(args)
+	}
+	programArgs := args[i:]
+
+	switch {
+	case executorClasses[cmd.MainClass]:
+		cmd.Role = RoleExecutor
+		cmd.ExecutorID = flagValue(programArgs, "--executor-id")
+		cmd.AppID = flagValue(programArgs, "--app-id")
+	case cmd.MainClass == driverClass:
+		cmd.Role = RoleDriver
+		cmd.AppID = confValue(args, "spark.app.id")
+	}
+	return cmd
+}
+
+func splitNUL(b []byte) []string {
+	b = bytes.TrimRight(b, "\x00")
+	if len(b) == 0 {
+		return nil
+	}
+	parts := bytes.Split(b, []byte{0})
+	args := make([]string, len(parts))
+	for i, p := range parts {
+		args[i] = string(p)
+	}
+	return args
+}
+
+// moduleClass returns the class of a "module/class" main; a module alone
+// names no class, so the module is returned.
+func moduleClass(s string) string {
+	if _, class, ok := strings.Cut(s, "/"); ok {
+		return class
+	}
+	return s
+}
+
+// flagValue returns the value of "--name v" or "--name=v"; the last one wins.
+func flagValue(args []string, name string) string {
+	var v string
+	for i, a := range args {
+		if a == name && i+1 < len(args) {
+			v = args[i+1]
+		} else if rest, ok := strings.CutPrefix(a, name+"="); ok {
+			v = rest
+		}
+	}
+	return v
+}
+
+// confValue returns a Spark property given as -Dkey=v, "--conf key=v" or
+// "--conf=key=v"; the last one wins.
+func confValue(args []string, key string) string {
+	var v string
+	for i, a := range args {
+		a = strings.TrimPrefix(a, "-D")
+		a = strings.TrimPrefix(a, "--conf=")
+		if a == "--conf" && i+1 < len(args) {
+			a = args[i+1]
+		}
+		if rest, ok := strings.CutPrefix(a, key+"="); ok {
+			v = rest
+		}
+	}
+	return v
+}
+
+// Environment is what Spark on Kubernetes puts in an executor's environment.
+type Environment struct {
+	ExecutorID string // SPARK_EXECUTOR_ID
+	AppID      string // SPARK_APPLICATION_ID
+	PodName    string // SPARK_EXECUTOR_POD_NAME
+}
+
+// ParseEnviron reads /proc/<pid>/environ (NUL-separated KEY=value).
+func ParseEnviron(b []byte) Environment {
+	var env Environment
+	for _, kv := range bytes.Split(b, []byte{0}) {
+		key, value, ok := bytes.Cut(kv, []byte{'='})
+		if !ok {
+			continue
+		}
+		switch string(key) {
+		case "SPARK_EXECUTOR_ID":
+			env.ExecutorID = string(value)
+		case "SPARK_APPLICATION_ID":
+			env.AppID = string(value)
+		case "SPARK_EXECUTOR_POD_NAME":
+			env.PodName = string(value)
+		}
+	}
+	return env
+}
+
+// Merge fills the Spark ids the command line left empty from the
+// environment: on Kubernetes the executor id can be resolved at runtime.
+func (c Command) Merge(env Environment) Command {
+	if c.Role != RoleExecutor {
+		return c
+	}
+	if c.ExecutorID == "" {
+		c.ExecutorID = env.ExecutorID
+	}
+	if c.AppID == "" {
+		c.AppID = env.AppID
+	}
+	return c
+}

@@ -1,0 +1,325 @@
+package jvm
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// MaxHsperfBytes bounds how much of an hsperfdata file is read. HotSpot's
+// default is 32 KiB (-XX:PerfDataMemorySize); anything near this cap is
+// not a file a JVM wrote.
+const MaxHsperfBytes = 4 << 20
+
+// Candidate is a process that has an hsperfdata file in its own /tmp whose
+// name is the process's pid in its own pid namespace.
+type Candidate struct {
+	PID   int    // pid in procfs's pid namespace
+	NSPID int    // innermost pid: the file name
+	Dir   string // hsperfdata_<user> directory under the process's /tmp
+}
+
+// rootKey identifies what a process sees as "/tmp": processes in the same
+// mount namespace with the same root directory share one listing.
+type rootKey struct {
+	mntNS    string
+	dev, ino uint64
+}
+
+// FindCandidates scans procPath for processes with an hsperfdata file, the
+// way the JDK's jps finds JVMs in other mount and pid namespaces: for each
+// pid, look in <procPath>/<pid>/root/tmp/hsperfdata_*/<nspid>. Each distinct
+// root is listed once. Processes that vanish or cannot be inspected are
+// left out: they are not JVMs this exporter can read.
+func FindCandidates(procPath string) ([]Candidate, error) {
+	entries, err := os.ReadDir(procPath)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", procPath, err)
+	}
+	// A process in procfs's own pid namespace (that of its pid 1) has the
+	// same pid inside and out; others need their status file read.
+	procfsPIDNS, _ := os.Readlink(filepath.Join(procPath, "1", "ns", "pid"))
+
+	groups := map[rootKey][]int{}
+	var order []rootKey
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid <= 0 {
+			continue
+		}
+		key, ok := processRoot(procPath, pid)
+		if !ok {
+			continue
+		}
+		if _, seen := groups[key]; !seen {
+			order = append(order, key)
+		}
+		groups[key] = append(groups[key], pid)
+	}
+
+	var found []Candidate
+	for _, key := range order {
+		pids := groups[key]
+		var files map[int][]string
+		for _, pid := range pids {
+			// Any member's root gives the same listing; the first one
+			// that is still there and readable does.
+			if files, err = listHsperfFiles(procPath, pid); err == nil {
+				break
+			}
+		}
+		if len(files) == 0 {
+			continue
+		}
+		for _, pid := range pids {
+			nspid := pid
+			if pidNS, _ := os.Readlink(filepath.Join(procPath, strconv.Itoa(pid), "ns", "pid")); pidNS == "" || pidNS != procfsPIDNS {
+				if nspid, err = innermostNSPID(procPath, pid); err != nil {
+					continue
+				}
+			}
+			for _, dir := range files[nspid] {
+				found = append(found, Candidate{PID: pid, NSPID: nspid, Dir: dir})
+			}
+		}
+	}
+	sort.Slice(found, func(i, j int) bool {
+		if found[i].PID != found[j].PID {
+			return found[i].PID < found[j].PID
+		}
+		return found[i].Dir < found[j].Dir
+	})
+	return found, nil
+}
+
+// processRoot returns the key of the process's view of the file system.
+// Without permission to read the mount namespace link, the process gets a
+// group of its own (keyed by pid), which costs a listing but loses nothing.
+func processRoot(procPath string, pid int) (rootKey, bool) {
+	dir := filepath.Join(procPath, strconv.Itoa(pid))
+	var st unix.Stat_t
+	if err := unix.Stat(filepath.Join(dir, "root"), &st); err != nil {
+		return rootKey{}, false
+	}
+	mnt, err := os.Readlink(filepath.Join(dir, "ns", "mnt"))
+	if err != nil {
+		mnt = "pid:" + strconv.Itoa(pid)
+	}
+	return rootKey{mntNS: mnt, dev: st.Dev, ino: st.Ino}, true
+}
+
+// listHsperfFiles lists <root>/tmp/hsperfdata_*/<number> beneath the
+// process's root without following any symlink, and maps each number to the
+// directories holding it.
+func listHsperfFiles(procPath string, pid int) (map[int][]string, error) {
+	root, err := openRoot(procPath, pid)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	tmp, err := openBeneath(root, "tmp", unix.O_DIRECTORY)
+	if err != nil {
+		return nil, err
+	}
+	defer tmp.Close()
+	names, err := tmp.Readdirnames(-1)
+	if err != nil {
+		return nil, err
+	}
+	files := map[int][]string{}
+	for _, name := range names {
+		if !strings.HasPrefix(name, "hsperfdata_") {
+			continue
+		}
+		dir, err := openBeneath(tmp, name, unix.O_DIRECTORY)
+		if err != nil {
+			continue // a symlink, a file, or gone: not a JVM's directory
+		}
+		entries, err := dir.Readdirnames(-1)
+		dir.Close()
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			if n, err := strconv.Atoi(e); err == nil && n > 0 && strconv.Itoa(n) == e {
+				files[n] = append(files[n], name)
+			}
+		}
+	}
+	return files, nil
+}
+
+func openRoot(procPath string, pid int) (*os.File, error) {
+	// The root link itself is procfs's to resolve (it is how one enters the
+	// process's root); everything beneath it is resolved by openBeneath.
+	fd, err := unix.Open(filepath.Join(procPath, strconv.Itoa(pid), "root"), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: filepath.Join(procPath, strconv.Itoa(pid), "root"), Err: err}
+	}
+	return os.NewFile(uintptr(fd), "root"), nil
+}
+
+// openat2Unsupported is set when the kernel has no openat2 (before 5.6);
+// tests set it to exercise the fallback.
+var openat2Unsupported atomic.Bool
+
+// openBeneath opens name (one path component or several joined with "/",
+// never "..") beneath dir without following symlinks, so a container user
+// cannot point the exporter at a file outside the container: an absolute
+// symlink planted in the container's /tmp would otherwise resolve on the
+// host.
+func openBeneath(dir *os.File, name string, flags int) (*os.File, error) {
+	for _, comp := range strings.Split(name, "/") {
+		if comp == "" || comp == "." || comp == ".." {
+			return nil, fmt.Errorf("open %q: invalid path component", name)
+		}
+	}
+	flags |= unix.O_CLOEXEC | unix.O_NOFOLLOW
+	if flags&unix.O_PATH == 0 {
+		flags |= unix.O_RDONLY | unix.O_NONBLOCK // NONBLOCK: a planted FIFO must not hang the scan
+	}
+	if !openat2Unsupported.Load() {
+		fd, err := unix.Openat2(int(dir.Fd()), name, &unix.OpenHow{
+			Flags:   uint64(flags),
+			Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+		})
+		if err == nil {
+			return os.NewFile(uintptr(fd), name), nil
+		}
+		if !errors.Is(err, unix.ENOSYS) {
+			return nil, &os.PathError{Op: "openat2", Path: name, Err: err}
+		}
+		openat2Unsupported.Store(true)
+	}
+	// Fallback: one component at a time, each with O_NOFOLLOW, which
+	// refuses a symlink at every step; ".." was rejected above.
+	cur := int(dir.Fd())
+	comps := strings.Split(name, "/")
+	for i, comp := range comps {
+		f := unix.O_PATH | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
+		if i == len(comps)-1 {
+			f = flags
+		}
+		fd, err := unix.Openat(cur, comp, f, 0)
+		if cur != int(dir.Fd()) {
+			unix.Close(cur)
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "openat", Path: name, Err: err}
+		}
+		cur = fd
+	}
+	return os.NewFile(uintptr(cur), name), nil
+}
+
+// innermostNSPID returns the pid of the process in its own pid namespace,
+// the last NSpid of /proc/<pid>/status.
+func innermostNSPID(procPath string, pid int) (int, error) {
+	b, err := readCapped(filepath.Join(procPath, strconv.Itoa(pid), "status"), 64<<10)
+	if err != nil {
+		return 0, err
+	}
+	return parseNSPID(b)
+}
+
+// parseNSPID returns the last number of the NSpid line of a status file.
+func parseNSPID(status []byte) (int, error) {
+	for _, line := range strings.Split(string(status), "\n") {
+		rest, ok := strings.CutPrefix(line, "NSpid:")
+		if !ok {
+			continue
+		}
+		fields := strings.Fields(rest)
+		if len(fields) == 0 {
+			return 0, errors.New("empty NSpid line")
+		}
+		return strconv.Atoi(fields[len(fields)-1])
+	}
+	return 0, errors.New("no NSpid line")
+}
+
+// ErrUntrusted is returned for an hsperfdata path that is a symlink, not a
+// regular file, or not owned by the process's user.
+var ErrUntrusted = errors.New("untrusted hsperfdata file")
+
+// ReadHsperf reads the candidate's hsperfdata file beneath its root,
+// refusing symlinks and anything but a regular file owned by uid (HotSpot
+// checks the same ownership: another user of a shared /tmp could plant a
+// file under the victim's pid), and at most MaxHsperfBytes of it.
+func ReadHsperf(procPath string, c Candidate, uid uint32) ([]byte, error) {
+	root, err := openRoot(procPath, c.PID)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	f, err := openBeneath(root, "tmp/"+c.Dir+"/"+strconv.Itoa(c.NSPID), 0)
+	if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EXDEV) {
+		return nil, fmt.Errorf("%w: %v", ErrUntrusted, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return nil, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, fmt.Errorf("%w: %s is not a regular file", ErrUntrusted, f.Name())
+	}
+	if st.Uid != uid {
+		return nil, fmt.Errorf("%w: %s is owned by uid %d, the process runs as uid %d", ErrUntrusted, f.Name(), st.Uid, uid)
+	}
+	return readAllCapped(f, MaxHsperfBytes)
+}
+
+// readCapped reads at most limit bytes of a file; a longer file is an error.
+func readCapped(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readAllCapped(f, limit)
+}
+
+func readAllCapped(r io.Reader, limit int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("larger than %d bytes", limit)
+	}
+	return b, nil
+}
+
+// readTruncated reads at most limit bytes of a file and drops the rest:
+// command lines and environments are long, and their start is what counts.
+func readTruncated(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, limit))
+}
+
+// isGone reports errors that mean the process exited while being read.
+func isGone(err error) bool {
+	return errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ESRCH)
+}
+
+// isPermission reports errors that mean the exporter may not read a file.
+func isPermission(err error) bool {
+	return errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM)
+}

@@ -1,0 +1,399 @@
+package jvm
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	"github.com/prometheus/procfs"
+
+	"github.com/executor-exporter/executor_exporter/internal/hsperf"
+	"github.com/executor-exporter/executor_exporter/internal/procmem"
+)
+
+// Reasons a found JVM was not read, for executor_jvm_read_errors_total.
+const (
+	ReasonPermission = "permission" // the exporter may not read its hsperfdata
+	ReasonCorrupt    = "corrupt"    // the hsperfdata file does not parse
+	ReasonStale      = "stale"      // the file is older than the process: a dead JVM's, pid reused
+	ReasonUntrusted  = "untrusted"  // a symlink, not a regular file, or not owned by the process's user
+	ReasonRead       = "read"       // any other I/O error
+	ReasonCgroup     = "cgroup"     // the JVM was read but its memory cgroup was not
+)
+
+const (
+	maxCmdlineBytes = 1 << 20   // Spark classpaths run to hundreds of KiB
+	maxEnvironBytes = 256 << 10 // the Spark variables are set by the launcher, early in the block
+	// startSlack absorbs /proc/stat's whole-second boot time when comparing
+	// the process start with the JVM's creation time.
+	startSlack = 2 * time.Second
+	// logEvery bounds how often one JVM's failure is logged: a broken JVM
+	// must not write a line every few seconds.
+	logEvery = 10 * time.Minute
+)
+
+// Config is the tracker's configuration; the collector package fills it
+// from flags.
+type Config struct {
+	ProcFS       string
+	SysFS        string
+	Interval     time.Duration // background sampling; 0 samples only on Refresh
+	Retention    time.Duration // how long the last sample of a gone JVM is kept
+	MaxProcesses int           // cardinality guard: JVMs beyond it are not read
+}
+
+// JVM is everything read about one JVM in one refresh.
+type JVM struct {
+	Sample
+	MainClass string
+	Xmx       string
+	Pod       string
+	Stats     hsperf.Stats
+	Cgroup    procmem.CgroupMemory
+	HasCgroup bool
+}
+
+// View is the result of one refresh.
+type View struct {
+	JVMs    []JVM // sorted by pid
+	Dropped int   // JVMs found but not read because of MaxProcesses
+	Time    time.Time
+}
+
+type identityEntry struct {
+	start time.Time
+	cmd   Command
+	pod   string
+}
+
+// Tracker finds and reads the JVMs on the machine, on demand and in the
+// background, and remembers the last sample of each for a while after it
+// is gone. It is safe for concurrent use.
+type Tracker struct {
+	cfg    Config
+	fs     procfs.FS
+	logger log.Logger
+
+	refreshMu  sync.Mutex // serialises scans; concurrent callers share one
+	view       View
+	lastDone   time.Time
+	identities map[int]identityEntry
+	loggedAt   map[string]time.Time
+
+	mu      sync.RWMutex // guards samples and errors, read without waiting for a scan
+	samples map[int]Sample
+	errors  map[string]uint64
+
+	startOnce sync.Once
+	stopOnce  sync.Once
+	stop      chan struct{}
+	done      chan struct{}
+}
+
+// NewTracker returns a tracker; Start begins background sampling.
+func NewTracker(cfg Config, logger log.Logger) (*Tracker, error) {
+	fs, err := procfs.NewFS(cfg.ProcFS)
+	if err != nil {
+		return nil, fmt.Errorf("open procfs: %w", err)
+	}
+	if cfg.MaxProcesses <= 0 {
+		return nil, errors.New("max processes must be positive")
+	}
+	return &Tracker{
+		cfg:        cfg,
+		fs:         fs,
+		logger:     logger,
+		identities: map[int]identityEntry{},
+		loggedAt:   map[string]time.Time{},
+		samples:    map[int]Sample{},
+		errors:     map[string]uint64{},
+		stop:       make(chan struct{}),
+		done:       make(chan struct{}),
+	}, nil
+}
+
+// Start begins sampling every Interval in the background, so the last
+// sample before an OOM kill is at most one interval old even when no one
+// scrapes. It is idempotent.
+func (t *Tracker) Start() {
+	t.startOnce.Do(func() {
+		if t.cfg.Interval <= 0 {
+			close(t.done)
+			return
+		}
+		go t.loop()
+	})
+}
+
+// Stop ends background sampling and waits for it.
+func (t *Tracker) Stop() {
+	t.stopOnce.Do(func() { close(t.stop) })
+	t.Start() // a never-started tracker has nothing to wait for
+	<-t.done
+}
+
+func (t *Tracker) loop() {
+	defer close(t.done)
+	ticker := time.NewTicker(t.cfg.Interval)
+	defer ticker.Stop()
+	t.Refresh()
+	for {
+		select {
+		case <-t.stop:
+			return
+		case <-ticker.C:
+			t.Refresh()
+		}
+	}
+}
+
+// LastSample implements SampleSource. A nil tracker knows no JVM.
+func (t *Tracker) LastSample(pid int) (Sample, bool) {
+	if t == nil {
+		return Sample{}, false
+	}
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	s, ok := t.samples[pid]
+	return s, ok
+}
+
+// ErrorCounts returns how many times a found JVM could not be read, by
+// reason, since the tracker started.
+func (t *Tracker) ErrorCounts() map[string]uint64 {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	out := make(map[string]uint64, len(t.errors))
+	for k, v := range t.errors {
+		out[k] = v
+	}
+	return out
+}
+
+// Refresh reads every JVM now. Callers that arrive while a scan runs wait
+// for it and share its result instead of starting another one.
+func (t *Tracker) Refresh() (View, error) {
+	asked := time.Now()
+	t.refreshMu.Lock()
+	defer t.refreshMu.Unlock()
+	if !t.lastDone.Before(asked) {
+		return t.view, nil
+	}
+	view, err := t.scan()
+	if err != nil {
+		return View{}, err
+	}
+	t.view, t.lastDone = view, time.Now()
+	t.remember(view)
+	return view, nil
+}
+
+func (t *Tracker) remember(view View) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, j := range view.JVMs {
+		t.samples[j.PID] = j.Sample
+	}
+	for pid, s := range t.samples {
+		if view.Time.Sub(s.Time) > t.cfg.Retention {
+			delete(t.samples, pid)
+		}
+	}
+}
+
+func (t *Tracker) countError(reason string) {
+	t.mu.Lock()
+	t.errors[reason]++
+	t.mu.Unlock()
+}
+
+// scan runs under refreshMu.
+func (t *Tracker) scan() (View, error) {
+	now := time.Now()
+	candidates, err := FindCandidates(t.cfg.ProcFS)
+	if err != nil {
+		return View{}, err
+	}
+	table, err := procmem.NewProcessTable(t.fs)
+	if err != nil {
+		return View{}, err
+	}
+
+	// JVMs already tracked keep their place when the cap bites, so series
+	// do not flap between JVMs from one scrape to the next.
+	t.mu.RLock()
+	sort.SliceStable(candidates, func(i, j int) bool {
+		_, ti := t.samples[candidates[i].PID]
+		_, tj := t.samples[candidates[j].PID]
+		return ti && !tj
+	})
+	t.mu.RUnlock()
+
+	view := View{Time: now}
+	read := map[int]bool{}
+	for _, c := range candidates {
+		if read[c.PID] {
+			continue // a second hsperfdata_<user> directory for the same pid
+		}
+		if len(read) >= t.cfg.MaxProcesses {
+			view.Dropped++
+			read[c.PID] = true
+			continue
+		}
+		j, reason, err := t.readJVM(c, table, now)
+		if err != nil {
+			if reason != "" {
+				t.countError(reason)
+				t.logFailure(c, reason, err, now)
+			}
+			continue
+		}
+		read[c.PID] = true
+		view.JVMs = append(view.JVMs, j)
+	}
+	if view.Dropped > 0 {
+		t.logOnce("cap", now, level.Warn, "msg", "more JVMs than --jvm.max-processes; some are not tracked",
+			"max", t.cfg.MaxProcesses, "dropped", view.Dropped)
+	}
+	sort.Slice(view.JVMs, func(i, j int) bool { return view.JVMs[i].PID < view.JVMs[j].PID })
+
+	for pid := range t.identities {
+		if _, ok := table.Process(pid); !ok {
+			delete(t.identities, pid)
+		}
+	}
+	for k, at := range t.loggedAt {
+		if now.Sub(at) > logEvery {
+			delete(t.loggedAt, k)
+		}
+	}
+	return view, nil
+}
+
+// readJVM reads one candidate. A failure returns the reason to count, or
+// an empty reason when the process simply exited or is not a JVM we own.
+func (t *Tracker) readJVM(c Candidate, table *procmem.ProcessTable, now time.Time) (JVM, string, error) {
+	proc, ok := table.Process(c.PID)
+	if !ok {
+		return JVM{}, "", errors.New("gone")
+	}
+	status, err := t.fs.Proc(c.PID)
+	if err != nil {
+		return JVM{}, classify(err), err
+	}
+	st, err := status.NewStatus()
+	if err != nil {
+		return JVM{}, classify(err), err
+	}
+	data, err := ReadHsperf(t.cfg.ProcFS, c, uint32(st.UIDs[1]))
+	if err != nil {
+		return JVM{}, classify(err), err
+	}
+	snap, err := hsperf.Parse(data)
+	if err != nil {
+		return JVM{}, ReasonCorrupt, err
+	}
+	stats, err := snap.Stats()
+	if err != nil {
+		return JVM{}, ReasonCorrupt, err
+	}
+	if stats.StartTime.IsZero() || stats.StartTime.Before(proc.StartTime.Add(-startSlack)) {
+		return JVM{}, ReasonStale, fmt.Errorf("hsperfdata from a JVM started %v, process started %v", stats.StartTime, proc.StartTime)
+	}
+
+	id := t.identity(c.PID, proc.StartTime)
+	rss := table.TreeRSS(c.PID)
+	j := JVM{
+		Sample: Sample{
+			Identity: Identity{
+				PID:        c.PID,
+				Role:       id.cmd.Role,
+				AppID:      id.cmd.AppID,
+				ExecutorID: id.cmd.ExecutorID,
+			},
+			NSPID:            c.NSPID,
+			Time:             now,
+			HeapUsed:         stats.HeapUsed,
+			HeapCommitted:    stats.HeapCommitted,
+			HeapMax:          stats.HeapMax,
+			NonHeapCommitted: stats.NonHeapCommitted,
+			RSSJVM:           rss.JVM,
+			RSSPython:        rss.Python,
+			RSSOther:         rss.Other,
+		},
+		MainClass: id.cmd.MainClass,
+		Xmx:       id.cmd.Xmx,
+		Pod:       id.pod,
+		Stats:     stats,
+	}
+	cg, err := procmem.ReadCgroupMemory(t.cfg.ProcFS, t.cfg.SysFS, c.PID)
+	if err != nil {
+		// Only the container series are lost; the JVM is still reported.
+		if !isGone(err) {
+			t.countError(ReasonCgroup)
+			t.logFailure(c, ReasonCgroup, err, now)
+		}
+	} else {
+		j.Cgroup, j.HasCgroup = cg, true
+		j.CgroupPath, j.CgroupLimit, j.CgroupUsage = cg.Path, cg.Limit, cg.Usage
+	}
+	return j, "", nil
+}
+
+// identity parses a JVM's command line and environment once per process.
+func (t *Tracker) identity(pid int, start time.Time) identityEntry {
+	if e, ok := t.identities[pid]; ok && e.start.Equal(start) {
+		return e
+	}
+	dir := filepath.Join(t.cfg.ProcFS, strconv.Itoa(pid))
+	e := identityEntry{start: start, cmd: Command{Role: RoleJVM}}
+	if b, err := readTruncated(filepath.Join(dir, "cmdline"), maxCmdlineBytes); err == nil {
+		e.cmd = ParseCmdline(b)
+	}
+	// environ is readable only with ptrace access; without it the command
+	// line alone decides.
+	if b, err := readTruncated(filepath.Join(dir, "environ"), maxEnvironBytes); err == nil {
+		env := ParseEnviron(b)
+		e.cmd = e.cmd.Merge(env)
+		e.pod = env.PodName
+	}
+	t.identities[pid] = e
+	return e
+}
+
+func classify(err error) string {
+	switch {
+	case isGone(err):
+		return ""
+	case errors.Is(err, ErrUntrusted):
+		return ReasonUntrusted
+	case isPermission(err):
+		return ReasonPermission
+	default:
+		return ReasonRead
+	}
+}
+
+func (t *Tracker) logFailure(c Candidate, reason string, err error, now time.Time) {
+	lvl := level.Warn
+	if reason == ReasonStale {
+		lvl = level.Debug
+	}
+	t.logOnce(fmt.Sprintf("%d/%s", c.PID, reason), now, lvl,
+		"msg", "skipping JVM", "pid", c.PID, "nspid", c.NSPID, "dir", c.Dir, "reason", reason, "err", err)
+}
+
+// logOnce logs at most once per logEvery for a key.
+func (t *Tracker) logOnce(key string, now time.Time, lvl func(log.Logger) log.Logger, keyvals ...interface{}) {
+	if at, ok := t.loggedAt[key]; ok && now.Sub(at) < logEvery {
+		return
+	}
+	t.loggedAt[key] = now
+	lvl(t.logger).Log(keyvals...)
+}
