@@ -1,0 +1,240 @@
+// Package hsperf reads HotSpot's hsperfdata files — the shared-memory
+// performance counters a JVM publishes under /tmp/hsperfdata_<user>/<pid>,
+// the same ones jstat and jcmd PerfCounter.print read — and interprets them
+// as heap and non-heap pools, collectors, threads and classes.
+//
+// Everything here is pure: it works on a []byte the caller read (with
+// os.ReadFile, never mmap: a file truncated under a mapping is SIGBUS). A file
+// is untrusted input — it belongs to whoever owns the JVM — so every offset
+// and length is bounded by the buffer and anything malformed is an error,
+// never a panic.
+//
+// The format is described in OpenJDK's perfMemory.hpp (the prologue) and
+// perfData.hpp (the entries).
+package hsperf
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// Errors that Parse wraps; test with errors.Is.
+var (
+	ErrBadMagic           = errors.New("hsperf: bad magic")
+	ErrUnsupportedVersion = errors.New("hsperf: unsupported version")
+	ErrTruncated          = errors.New("hsperf: truncated")
+	ErrNotAccessible      = errors.New("hsperf: not accessible (JVM still initialising)")
+	ErrMalformed          = errors.New("hsperf: malformed entry")
+)
+
+const (
+	// magic is the first four bytes of every file, always big-endian.
+	magic = 0xcafec0c0
+
+	prologueSize    = 32
+	entryHeaderSize = 20
+
+	// minEntrySize is the smallest well-formed entry: a header, a one-byte
+	// name and its NUL. It bounds how many entries a file of a given size
+	// can hold, so that an attacker-controlled num_entries never drives an
+	// allocation.
+	minEntrySize = entryHeaderSize + 2
+
+	byteOrderBig    = 0
+	byteOrderLittle = 1
+
+	supportedMajor = 2
+	supportedMinor = 0
+)
+
+// Type is an entry's data_type: a JVM basic-type signature character.
+type Type byte
+
+// The two types HotSpot writes to hsperfdata files. Entries of other types
+// are kept with no value, as jstat ignores them.
+const (
+	TypeLong Type = 'J' // a scalar int64
+	TypeByte Type = 'B' // a byte vector; as a string, up to the first NUL
+)
+
+// Unit is an entry's data_units (PerfData::Units).
+type Unit uint8
+
+// Units as numbered in perfData.hpp.
+const (
+	UnitNone   Unit = 1
+	UnitBytes  Unit = 2
+	UnitTicks  Unit = 3 // high-resolution timer ticks; see sun.os.hrt.frequency
+	UnitEvents Unit = 4
+	UnitString Unit = 5
+	UnitHertz  Unit = 6
+)
+
+// Variability is an entry's data_variability (PerfData::Variability).
+type Variability uint8
+
+// Variabilities as numbered in perfData.hpp.
+const (
+	Constant  Variability = 1
+	Monotonic Variability = 2
+	Variable  Variability = 3
+)
+
+// Entry is one counter.
+type Entry struct {
+	Name        string
+	Type        Type
+	Unit        Unit
+	Variability Variability
+	Supported   bool   // flags & F_Supported: a stable, documented counter
+	Long        int64  // the value when Type is TypeLong
+	String      string // the value when Type is TypeByte
+}
+
+// Snapshot is one parsed hsperfdata file.
+type Snapshot struct {
+	MajorVersion, MinorVersion uint8
+	Accessible                 bool
+	// Used is how many bytes of the file the JVM has filled.
+	Used uint32
+	// Overflow counts bytes of counters that did not fit the file
+	// (-XX:PerfDataMemorySize too small); those counters are missing.
+	Overflow uint32
+	// ModTimeStamp is when an entry was last added, in
+	// high-resolution ticks since the JVM started.
+	ModTimeStamp int64
+	// Entries in file order.
+	Entries []Entry
+
+	indexOnce sync.Once
+	index     map[string]int // built on first lookup, see lookup.go
+}
+
+// Parse decodes an hsperfdata file. It copies what it keeps: b may be reused
+// once Parse returns.
+func Parse(b []byte) (*Snapshot, error) {
+	if len(b) < prologueSize {
+		return nil, fmt.Errorf("%w: %d bytes, prologue needs %d", ErrTruncated, len(b), prologueSize)
+	}
+	if m := binary.BigEndian.Uint32(b[0:4]); m != magic {
+		return nil, fmt.Errorf("%w: %#08x", ErrBadMagic, m)
+	}
+	var order binary.ByteOrder
+	switch b[4] {
+	case byteOrderBig:
+		order = binary.BigEndian
+	case byteOrderLittle:
+		order = binary.LittleEndian
+	default:
+		return nil, fmt.Errorf("%w: byte order %d", ErrMalformed, b[4])
+	}
+	s := &Snapshot{
+		MajorVersion: b[5],
+		MinorVersion: b[6],
+		Accessible:   b[7] != 0,
+		Used:         order.Uint32(b[8:12]),
+		Overflow:     order.Uint32(b[12:16]),
+		ModTimeStamp: int64(order.Uint64(b[16:24])),
+	}
+	if s.MajorVersion != supportedMajor || s.MinorVersion != supportedMinor {
+		return nil, fmt.Errorf("%w: %d.%d, want %d.%d", ErrUnsupportedVersion,
+			s.MajorVersion, s.MinorVersion, supportedMajor, supportedMinor)
+	}
+	if !s.Accessible {
+		return nil, ErrNotAccessible
+	}
+	// The JVM maps a fixed-size file (PerfDataMemorySize, 32 KiB by default)
+	// and fills it from the start; "used" says how far. A shorter buffer
+	// lost counters on the way.
+	if uint64(s.Used) > uint64(len(b)) {
+		return nil, fmt.Errorf("%w: %d bytes, prologue says %d are used", ErrTruncated, len(b), s.Used)
+	}
+	if s.Used < prologueSize {
+		return nil, fmt.Errorf("%w: used %d is inside the prologue", ErrMalformed, s.Used)
+	}
+	end := int(s.Used) // entries never lie past used
+	entryOffset := order.Uint32(b[24:28])
+	numEntries := order.Uint32(b[28:32])
+	if entryOffset < prologueSize || uint64(entryOffset) > uint64(end) {
+		return nil, fmt.Errorf("%w: entry_offset %d outside [%d, %d]", ErrMalformed, entryOffset, prologueSize, end)
+	}
+	if maxEntries := uint32((end - int(entryOffset)) / minEntrySize); numEntries > maxEntries {
+		return nil, fmt.Errorf("%w: %d entries cannot fit in %d bytes", ErrMalformed, numEntries, end-int(entryOffset))
+	}
+
+	// One copy of the used bytes as a string: every name and string value
+	// is a substring of it, so entries cost no allocation of their own.
+	text := string(b[:end])
+	s.Entries = make([]Entry, numEntries)
+	off := int(entryOffset)
+	for i := range s.Entries {
+		n, err := parseEntry(b[:end], text, off, order, &s.Entries[i])
+		if err != nil {
+			return nil, fmt.Errorf("entry %d at offset %d: %w", i, off, err)
+		}
+		off += n
+	}
+	return s, nil
+}
+
+// parseEntry decodes the entry at off into e and returns its length. b and
+// text hold the same bytes.
+func parseEntry(b []byte, text string, off int, order binary.ByteOrder, e *Entry) (int, error) {
+	if len(b)-off < entryHeaderSize {
+		return 0, fmt.Errorf("%w: %d bytes left, header needs %d", ErrTruncated, len(b)-off, entryHeaderSize)
+	}
+	h := b[off : off+entryHeaderSize]
+	entryLength := order.Uint32(h[0:4])
+	nameOffset := order.Uint32(h[4:8])
+	vectorLength := order.Uint32(h[8:12])
+	e.Type = Type(h[12])
+	e.Supported = h[13]&1 != 0
+	e.Unit = Unit(h[14])
+	e.Variability = Variability(h[15])
+	dataOffset := order.Uint32(h[16:20])
+
+	// Everything an entry points at lies inside the entry itself; checking
+	// that also guarantees the walk moves forward.
+	if entryLength < minEntrySize || uint64(entryLength) > uint64(len(b)-off) {
+		return 0, fmt.Errorf("%w: entry_length %d with %d bytes left", ErrMalformed, entryLength, len(b)-off)
+	}
+	entry := b[off : off+int(entryLength)]
+	if nameOffset < entryHeaderSize || nameOffset >= entryLength {
+		return 0, fmt.Errorf("%w: name_offset %d outside entry of %d bytes", ErrMalformed, nameOffset, entryLength)
+	}
+	if dataOffset < nameOffset || dataOffset > entryLength {
+		return 0, fmt.Errorf("%w: data_offset %d outside entry (name at %d, length %d)", ErrMalformed, dataOffset, nameOffset, entryLength)
+	}
+	// The name is NUL-terminated before the data starts.
+	nameEnd := bytes.IndexByte(entry[nameOffset:dataOffset], 0)
+	if nameEnd <= 0 {
+		return 0, fmt.Errorf("%w: name at %d empty or not NUL-terminated", ErrMalformed, nameOffset)
+	}
+	nameStart := off + int(nameOffset)
+	e.Name = text[nameStart : nameStart+nameEnd]
+
+	data := entry[dataOffset:]
+	dataStart := off + int(dataOffset)
+	switch {
+	case e.Type == TypeLong && vectorLength == 0:
+		if len(data) < 8 {
+			return 0, fmt.Errorf("%w: %q: long needs 8 bytes, %d left", ErrMalformed, e.Name, len(data))
+		}
+		e.Long = int64(order.Uint64(data))
+	case e.Type == TypeByte:
+		if uint64(vectorLength) > uint64(len(data)) {
+			return 0, fmt.Errorf("%w: %q: vector of %d bytes, %d left", ErrMalformed, e.Name, vectorLength, len(data))
+		}
+		n := bytes.IndexByte(data[:vectorLength], 0)
+		if n < 0 {
+			n = int(vectorLength)
+		}
+		e.String = text[dataStart : dataStart+n]
+	}
+	// Other types (and vectors of longs) never appear in HotSpot's files;
+	// they keep their name and no value.
+	return int(entryLength), nil
+}

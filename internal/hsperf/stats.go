@@ -1,0 +1,196 @@
+package hsperf
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrMissingCounter is wrapped by Stats when a file lacks a counter every
+// HotSpot JVM writes (the timer frequency, a heap generation).
+var ErrMissingCounter = errors.New("hsperf: missing counter")
+
+// Pool is one memory pool, named like the JVM's MemoryPoolMXBean.
+type Pool struct {
+	Name      string // e.g. "G1 Eden Space", "PS Old Gen", "Metaspace", "ZHeap"
+	Area      string // "heap" or "nonheap"
+	Used      uint64 // bytes
+	Committed uint64 // bytes
+	Max       uint64 // bytes; 0 when unknown/unbounded
+}
+
+// GC is one collector, as sun.gc.collector.N.
+type GC struct {
+	Name        string  // sun.gc.collector.N.name, e.g. "G1 young collection pauses"
+	Collections uint64  // sun.gc.collector.N.invocations
+	Seconds     float64 // sun.gc.collector.N.time / sun.os.hrt.frequency
+}
+
+// Stats is what an operator wants from a JVM's counters.
+type Stats struct {
+	HeapUsed, HeapCommitted, HeapMax          uint64
+	NonHeapUsed, NonHeapCommitted, NonHeapMax uint64 // NonHeapMax 0 = unbounded
+	Pools                                     []Pool
+	GCs                                       []GC
+	ThreadsLive                               uint64    // java.threads.live
+	ThreadsDaemon                             uint64    // java.threads.daemon
+	ClassesLoaded                             uint64    // currently loaded, shared included
+	SafepointSeconds                          float64   // sun.rt.safepointTime / frequency
+	StartTime                                 time.Time // sun.rt.createVmBeginTime
+	GCName                                    string    // "G1", "Parallel", "Serial", "ZGC", "Shenandoah", ...
+	VMVersion                                 string    // java.property.java.vm.version
+	JavaCommand                               string    // sun.rt.javaCommand (cut at 1024 by the JVM)
+	VMArgs                                    string    // java.rt.vmArgs
+	VMFlags                                   string    // java.rt.vmFlags
+}
+
+// Pool areas.
+const (
+	AreaHeap    = "heap"
+	AreaNonHeap = "nonheap"
+)
+
+// Stats interprets the snapshot's counters. Heap used and committed are
+// the sums over the heap spaces, as jstat -gc sums S0U+S1U+EU+OU and
+// S0C+S1C+EC+OC.
+func (s *Snapshot) Stats() (Stats, error) {
+	var c counters
+	c.collect(s.Entries)
+	if c.frequency <= 0 {
+		return Stats{}, fmt.Errorf("%w: sun.os.hrt.frequency", ErrMissingCounter)
+	}
+	freq := float64(c.frequency)
+	st := Stats{
+		ThreadsLive:      nonNegative(c.threadsLive),
+		ThreadsDaemon:    nonNegative(c.threadsDaemon),
+		ClassesLoaded:    nonNegative(c.classesLoaded + c.sharedClassesLoaded - c.classesUnloaded - c.sharedClassesUnloaded),
+		SafepointSeconds: float64(c.safepointTicks) / freq,
+		VMVersion:        c.vmVersion,
+		JavaCommand:      c.javaCommand,
+		VMArgs:           c.vmArgs,
+		VMFlags:          c.vmFlags,
+	}
+	if c.vmBeginMillis > 0 {
+		st.StartTime = time.UnixMilli(c.vmBeginMillis)
+	}
+	layout := detectLayout(&c)
+	st.GCName = layout.gcName
+
+	for i := range c.collectors {
+		col := &c.collectors[i]
+		if !col.seen {
+			continue
+		}
+		st.GCs = append(st.GCs, GC{
+			Name:        col.name,
+			Collections: nonNegative(col.invocations),
+			Seconds:     float64(col.ticks) / freq,
+		})
+	}
+
+	if err := heapPools(&c, layout, &st); err != nil {
+		return Stats{}, err
+	}
+	nonHeapPools(&c, &st)
+	return st, nil
+}
+
+// heapPools adds the heap spaces to st as pools, merging spaces that map
+// to one pool (the two survivor spaces), and sums them into the heap totals.
+func heapPools(c *counters, l layout, st *Stats) error {
+	var genMaxSum, genMaxLargest uint64
+	for g := range c.generations {
+		gen := &c.generations[g]
+		for sp := range gen.spaces {
+			space := &gen.spaces[sp]
+			if !space.seen {
+				continue
+			}
+			p := Pool{
+				Name:      l.poolName(gen.name, g, space.name),
+				Area:      AreaHeap,
+				Used:      nonNegative(space.used),
+				Committed: l.unpad(nonNegative(space.capacity)),
+				Max:       l.unpad(nonNegative(space.maxCapacity)),
+			}
+			st.HeapUsed += p.Used
+			st.HeapCommitted += p.Committed
+			addPool(&st.Pools, p)
+		}
+		m := l.unpad(nonNegative(gen.maxCapacity))
+		genMaxSum += m
+		genMaxLargest = max(genMaxLargest, m)
+	}
+	if len(st.Pools) == 0 {
+		return fmt.Errorf("%w: no sun.gc.generation.N.space.M counters", ErrMissingCounter)
+	}
+	// Where every generation may grow to the whole heap (G1's regions,
+	// generational ZGC), each reports the heap's maximum: summing would
+	// count it twice.
+	if l.generationsShareHeap {
+		st.HeapMax = genMaxLargest
+	} else {
+		st.HeapMax = genMaxSum
+	}
+	for i := range st.Pools {
+		p := &st.Pools[i]
+		switch {
+		case l.unboundedYoung && l.isYoung(p.Name):
+			p.Max = 0 // bounded only by the heap, as the MXBean's -1
+		case l.generationsShareHeap:
+			p.Max = st.HeapMax
+		}
+	}
+	return nil
+}
+
+// addPool appends p, or merges it into a pool of the same name.
+func addPool(pools *[]Pool, p Pool) {
+	for i := range *pools {
+		q := &(*pools)[i]
+		if q.Name == p.Name && q.Area == p.Area {
+			q.Used += p.Used
+			q.Committed += p.Committed
+			q.Max = max(q.Max, p.Max)
+			return
+		}
+	}
+	*pools = append(*pools, p)
+}
+
+// nonHeapPools adds Metaspace and Compressed Class Space. The class space
+// lives inside Metaspace (sun.gc.metaspace.used includes it, as jstat's MU
+// does), so the non-heap totals are Metaspace's alone: unlike the
+// MemoryMXBean, which sums both pools, this does not count class space twice.
+func nonHeapPools(c *counters, st *Stats) {
+	if c.metaspace.seen {
+		p := Pool{
+			Name:      "Metaspace",
+			Area:      AreaNonHeap,
+			Used:      nonNegative(c.metaspace.used),
+			Committed: nonNegative(c.metaspace.capacity),
+			// sun.gc.metaspace.maxCapacity is the reserved address space,
+			// not a limit: the limit is -XX:MaxMetaspaceSize, unbounded
+			// unless given.
+			Max: maxMetaspaceSize(st.VMArgs, st.VMFlags),
+		}
+		st.NonHeapUsed, st.NonHeapCommitted, st.NonHeapMax = p.Used, p.Committed, p.Max
+		st.Pools = append(st.Pools, p)
+	}
+	if c.classSpace.seen {
+		st.Pools = append(st.Pools, Pool{
+			Name:      "Compressed Class Space",
+			Area:      AreaNonHeap,
+			Used:      nonNegative(c.classSpace.used),
+			Committed: nonNegative(c.classSpace.capacity),
+			Max:       nonNegative(c.classSpace.maxCapacity),
+		})
+	}
+}
+
+func nonNegative(v int64) uint64 {
+	if v < 0 {
+		return 0
+	}
+	return uint64(v)
+}
