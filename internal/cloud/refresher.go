@@ -1,0 +1,377 @@
+package cloud
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+)
+
+// Config is everything the Refresher needs; the collector fills it from
+// flags, tests from fixtures and httptest servers.
+type Config struct {
+	// Provider is ProviderAuto (detect from DMI) or a provider name.
+	Provider         string
+	SysFS            string
+	AWSMetadataURL   string
+	GCPMetadataURL   string
+	AzureMetadataURL string
+	// Timeout bounds every single metadata or API request.
+	Timeout         time.Duration
+	RefreshInterval time.Duration
+	// PollInterval is how often notices are polled; 0 disables polling.
+	PollInterval time.Duration
+	Kubernetes   KubernetesConfig
+}
+
+// minRetry is the first wait after a failed refresh; it doubles up to
+// RefreshInterval, so a metadata service that was briefly unreachable at
+// boot does not leave the exporter without facts for an hour.
+const minRetry = 15 * time.Second
+
+// metadataClient is one provider's metadata service.
+type metadataClient interface {
+	instance(ctx context.Context) (Instance, error)
+	// notices returns the state of each event kind it could read.
+	notices(ctx context.Context) ([]Notice, error)
+	// events lists the event kinds the provider announces.
+	events() []string
+}
+
+// Snapshot is the cache a scrape reads.
+type Snapshot struct {
+	// Refreshed is false until the first refresh has finished.
+	Refreshed      bool
+	Instance       Instance
+	NodeLabels     map[string]string
+	Notices        []Notice
+	RefreshSuccess bool
+	// LastSuccess is when a refresh last succeeded, zero if never.
+	LastSuccess time.Time
+}
+
+// Refresher keeps the cache: a refresh at start and every RefreshInterval,
+// a notice poll every PollInterval, both in the background. Snapshot never
+// waits for the network.
+type Refresher struct {
+	cfg    Config
+	logger log.Logger
+	kube   *kubeClient
+	// clients are built once; which one is asked is decided per refresh.
+	clients map[string]metadataClient
+
+	refreshMu sync.Mutex // one refresh at a time
+	lastIMDS  *Instance  // last good answers, kept across failed refreshes
+	lastNode  *kubeNode
+
+	mu          sync.RWMutex
+	snap        Snapshot
+	client      metadataClient
+	notices     map[string]Notice
+	pollFailing bool
+
+	startOnce, stopOnce sync.Once
+	cancel              context.CancelFunc
+	wg                  sync.WaitGroup
+}
+
+// NewRefresher checks cfg and builds the clients; nothing is fetched
+// until Start or Refresh.
+func NewRefresher(cfg Config, logger log.Logger) (*Refresher, error) {
+	if cfg.Timeout <= 0 {
+		return nil, fmt.Errorf("cloud timeout must be positive, got %v", cfg.Timeout)
+	}
+	if cfg.RefreshInterval <= 0 {
+		return nil, fmt.Errorf("cloud refresh interval must be positive, got %v", cfg.RefreshInterval)
+	}
+	if cfg.PollInterval < 0 {
+		return nil, fmt.Errorf("cloud interruption poll interval must not be negative, got %v", cfg.PollInterval)
+	}
+	if cfg.Provider == "" {
+		cfg.Provider = ProviderAuto
+	}
+	known := false
+	for _, p := range Providers {
+		known = known || p == cfg.Provider
+	}
+	if !known {
+		return nil, fmt.Errorf("unknown cloud provider %q", cfg.Provider)
+	}
+	httpClient := newMetadataHTTPClient(cfg.Timeout)
+	r := &Refresher{
+		cfg:    cfg,
+		logger: logger,
+		clients: map[string]metadataClient{
+			ProviderAWS:   newAWSClient(cfg.AWSMetadataURL, httpClient),
+			ProviderGCP:   newGCPClient(cfg.GCPMetadataURL, httpClient),
+			ProviderAzure: newAzureClient(cfg.AzureMetadataURL, httpClient),
+		},
+		notices: map[string]Notice{},
+	}
+	if cfg.Kubernetes.NodeName != "" {
+		kube, err := newKubeClient(cfg.Kubernetes, cfg.Timeout)
+		if err != nil {
+			// Not fatal: the refresh reports it (refresh_success 0) and the
+			// node name alone still labels the info metric.
+			level.Warn(logger).Log("msg", "Kubernetes node labels unavailable", "err", err)
+		}
+		r.kube = kube
+	}
+	return r, nil
+}
+
+// Start runs the refresh and poll loops until Stop.
+func (r *Refresher) Start() {
+	r.startOnce.Do(func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		r.cancel = cancel
+		firstRefresh := make(chan struct{})
+		r.wg.Add(1)
+		go r.refreshLoop(ctx, firstRefresh)
+		if r.cfg.PollInterval > 0 {
+			r.wg.Add(1)
+			go r.pollLoop(ctx, firstRefresh)
+		}
+	})
+}
+
+// Stop ends the loops, cancelling requests in flight, and waits for them.
+func (r *Refresher) Stop() {
+	r.stopOnce.Do(func() {
+		if r.cancel != nil {
+			r.cancel()
+		}
+		r.wg.Wait()
+	})
+}
+
+// Snapshot returns a copy of the cache.
+func (r *Refresher) Snapshot() Snapshot {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	s := r.snap
+	s.Notices = make([]Notice, 0, len(r.notices))
+	for _, n := range r.notices {
+		s.Notices = append(s.Notices, n)
+	}
+	sort.Slice(s.Notices, func(i, j int) bool { return s.Notices[i].Event < s.Notices[j].Event })
+	return s
+}
+
+func (r *Refresher) refreshLoop(ctx context.Context, firstRefresh chan<- struct{}) {
+	defer r.wg.Done()
+	retry := minRetry
+	for first := true; ; first = false {
+		wait := r.cfg.RefreshInterval
+		if err := r.Refresh(ctx); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			level.Warn(r.logger).Log("msg", "Cloud metadata refresh failed", "retry_in", min(retry, wait), "err", err)
+			wait = min(retry, wait)
+			retry *= 2
+		} else {
+			retry = minRetry
+		}
+		if first {
+			close(firstRefresh)
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-timer.C:
+		}
+	}
+}
+
+func (r *Refresher) pollLoop(ctx context.Context, firstRefresh <-chan struct{}) {
+	defer r.wg.Done()
+	select {
+	case <-ctx.Done():
+		return
+	case <-firstRefresh:
+	}
+	ticker := time.NewTicker(r.cfg.PollInterval)
+	defer ticker.Stop()
+	for {
+		r.Poll(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+	}
+}
+
+// Refresh detects the provider and asks its metadata service and the
+// Kubernetes API once, then updates the cache. An error means some source
+// did not answer; what the others said is cached all the same.
+func (r *Refresher) Refresh(ctx context.Context) error {
+	r.refreshMu.Lock()
+	defer r.refreshMu.Unlock()
+
+	// DMI first: a local file read that settles "which cloud, if any"
+	// without a single packet, so a machine outside any cloud never waits
+	// on a metadata address nobody answers.
+	dmi := ReadDMI(r.cfg.SysFS)
+	provider, baseSource := r.cfg.Provider, SourceFlag
+	if provider == ProviderAuto {
+		provider, baseSource = DetectProvider(dmi), SourceDMI
+	}
+	var errs []error
+
+	var node *kubeNode
+	if r.cfg.Kubernetes.NodeName != "" {
+		if r.kube == nil {
+			errs = append(errs, errors.New("kubernetes: no API client (see the start-up log)"))
+		} else if n, err := r.kube.node(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("kubernetes node %s: %w", r.cfg.Kubernetes.NodeName, err))
+		} else {
+			r.lastNode = &n
+		}
+		node = r.lastNode
+	}
+	var fromNode *Instance
+	if node != nil {
+		inst := instanceFromNode(*node)
+		fromNode = &inst
+		// DMI may be hidden from a container; the Node's providerID is
+		// just as local a fact.
+		if provider == ProviderNone && r.cfg.Provider == ProviderAuto && inst.Provider != "" {
+			provider, baseSource = inst.Provider, SourceKubernetes
+		}
+	}
+
+	client := r.clients[provider]
+	if client != nil {
+		inst, err := client.instance(ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s metadata: %w", provider, err))
+		} else {
+			r.lastIMDS = &inst
+		}
+	}
+	var fromIMDS *Instance
+	if client != nil && r.lastIMDS != nil && r.lastIMDS.Provider == provider {
+		fromIMDS = r.lastIMDS
+	}
+
+	inst := mergeInstance(instanceFromDMI(provider, dmi), fromIMDS, fromNode, baseSource)
+	if provider == ProviderNone {
+		inst.Source = SourceNone
+		if fromNode != nil {
+			inst.Source = SourceKubernetes
+		}
+	}
+	if inst.Node == "" {
+		inst.Node = r.cfg.Kubernetes.NodeName
+	}
+	var labels map[string]string
+	if node != nil && len(r.cfg.Kubernetes.LabelAllowlist) > 0 {
+		labels = allowedNodeLabels(node.Labels, r.cfg.Kubernetes.LabelAllowlist)
+	}
+
+	err := errors.Join(errs...)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.client != client {
+		// A new provider (or none): the old one's notices mean nothing.
+		r.notices = map[string]Notice{}
+	}
+	r.client = client
+	r.snap.Refreshed = true
+	r.snap.Instance = inst.clean()
+	r.snap.NodeLabels = labels
+	r.snap.RefreshSuccess = err == nil
+	if err == nil {
+		r.snap.LastSuccess = time.Now()
+	}
+	return err
+}
+
+// mergeInstance lays the sources over each other: DMI, then the Node's
+// labels, then the metadata service, which speaks for the machine itself
+// and so wins where both answer. Node, node pool and platform come from
+// Kubernetes only.
+func mergeInstance(dmi Instance, imds, node *Instance, baseSource string) Instance {
+	out := dmi
+	var sources []string
+	overlay := func(from Instance) {
+		for _, f := range []struct {
+			dst *string
+			src string
+		}{
+			{&out.Provider, from.Provider}, {&out.InstanceType, from.InstanceType},
+			{&out.Region, from.Region}, {&out.Zone, from.Zone}, {&out.InstanceID, from.InstanceID},
+		} {
+			if f.src != "" {
+				*f.dst = f.src
+			}
+		}
+		if from.Lifecycle != "" && from.Lifecycle != LifecycleUnknown {
+			out.Lifecycle = from.Lifecycle
+		}
+	}
+	if imds != nil {
+		sources = append(sources, SourceIMDS)
+	}
+	if node != nil {
+		overlay(*node)
+		out.Node, out.NodePool, out.Platform = node.Node, node.NodePool, node.Platform
+		sources = append(sources, SourceKubernetes)
+	}
+	if imds != nil {
+		overlay(*imds)
+	}
+	if out.Platform == "" && out.Provider != ProviderNone && out.Provider != "" {
+		out.Platform = "vm"
+	}
+	out.Source = baseSource
+	if len(sources) > 0 {
+		out.Source = sources[0]
+		if len(sources) == 2 {
+			out.Source = sources[0] + "+" + sources[1]
+		}
+	}
+	return out
+}
+
+// Poll asks the current provider's metadata service for notices once and
+// updates the cache; kinds it could not read keep their last state, so a
+// flaky answer does not flap a pending notice to 0.
+func (r *Refresher) Poll(ctx context.Context) {
+	r.mu.RLock()
+	client := r.client
+	r.mu.RUnlock()
+	if client == nil {
+		return
+	}
+	notices, err := client.notices(ctx)
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.client != client {
+		return // the provider changed under us; this answer is stale
+	}
+	for _, n := range notices {
+		if n.Pending && !r.notices[n.Event].Pending {
+			level.Warn(r.logger).Log("msg", "Cloud announced an interruption", "event", n.Event, "time", n.Time)
+		}
+		r.notices[n.Event] = n
+	}
+	switch {
+	case err != nil && !r.pollFailing && ctx.Err() == nil:
+		level.Warn(r.logger).Log("msg", "Interruption notice poll failing", "err", err)
+		r.pollFailing = true
+	case err == nil && r.pollFailing:
+		level.Info(r.logger).Log("msg", "Interruption notice poll recovered")
+		r.pollFailing = false
+	}
+}
