@@ -97,7 +97,13 @@ func ReadCgroupMemory(procPath, sysfsPath string, pid int) (CgroupMemory, error)
 	if cg.HierarchyID == 0 {
 		m.Version, files = 2, v2Files
 	}
-	if err := readCgroupFiles(root, dir, files, &m); err != nil {
+	// One walk to the directory, then each file is a single openat.
+	cgDir, err := root.OpenRoot(dir)
+	if err != nil {
+		return CgroupMemory{}, fmt.Errorf("pid %d: memory cgroup %q: %w", pid, truncate(cg.Path, 128), err)
+	}
+	defer cgDir.Close()
+	if err := readCgroupFiles(cgDir, files, &m); err != nil {
 		return CgroupMemory{}, fmt.Errorf("pid %d: memory cgroup %q: %w", pid, truncate(cg.Path, 128), err)
 	}
 	return m, nil
@@ -150,14 +156,8 @@ func findCgroupDir(root *os.Root, mounts []string, rel string) (string, error) {
 	return "", firstErr
 }
 
-func readCgroupFiles(root *os.Root, dir string, f cgroupFiles, m *CgroupMemory) error {
-	read := func(name string) ([]byte, error) {
-		b, err := root.ReadFile(path.Join(dir, name))
-		if err != nil {
-			return nil, err
-		}
-		return b, nil
-	}
+func readCgroupFiles(dir *os.Root, f cgroupFiles, m *CgroupMemory) error {
+	read := dir.ReadFile
 	parse := func(name string, parser func([]byte) (uint64, error)) (uint64, error) {
 		b, err := read(name)
 		if err != nil {
