@@ -151,7 +151,9 @@ func addPool(pools *[]Pool, p Pool) {
 		if q.Name == p.Name && q.Area == p.Area {
 			q.Used += p.Used
 			q.Committed += p.Committed
-			q.Max = max(q.Max, p.Max)
+			// Summed like committed, so that max stays at or above it
+			// (jstat -gc, too, counts both survivor spaces).
+			q.Max += p.Max
 			return
 		}
 	}
