@@ -172,6 +172,11 @@ func readCgroupFiles(dir *os.Root, f cgroupFiles, m *CgroupMemory) error {
 
 	var err error
 	if m.Limit, err = parse(f.limit, f.parseLimit); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			// v2 root cgroups, and children of a parent whose
+			// cgroup.subtree_control lacks "memory", have no memory files.
+			return fmt.Errorf("%s missing: no memory controller for this cgroup: %w", f.limit, err)
+		}
 		return err
 	}
 	if m.Usage, err = parse(f.usage, parseSingleUint); err != nil {

@@ -62,7 +62,7 @@ func TestReadCgroupMemoryFixtures(t *testing.T) {
 		},
 		{name: "v2 garbage max", tree: "cgroupv2", pid: 32, wantErr: "memory.max: not an unsigned integer"},
 		{name: "v2 dot-dot path", tree: "cgroupv2", pid: 33, wantErr: "leaves the cgroup namespace root"},
-		{name: "v2 memory controller not enabled", tree: "cgroupv2", pid: 34, wantErr: "memory.max"},
+		{name: "v2 memory controller not enabled", tree: "cgroupv2", pid: 34, wantErr: "memory.max missing: no memory controller"},
 		{name: "v2 bad memory.events", tree: "cgroupv2", pid: 35, wantErr: "memory.events: oom_kill"},
 		{name: "v2 bad memory.stat", tree: "cgroupv2", pid: 36, wantErr: "memory.stat: inactive_file"},
 	} {

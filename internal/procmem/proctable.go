@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/procfs"
@@ -50,11 +51,10 @@ func NewProcessTable(fs procfs.FS) (*ProcessTable, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing processes: %w", err)
 	}
-	kstat, err := fs.Stat()
+	boot, err := bootTime(fs)
 	if err != nil {
-		return nil, fmt.Errorf("reading boot time: %w", err)
+		return nil, err
 	}
-	boot := time.Unix(int64(kstat.BootTime), 0)
 
 	t := &ProcessTable{
 		procs:    make(map[int]Process, len(all)),
@@ -84,6 +84,27 @@ func NewProcessTable(fs procfs.FS) (*ProcessTable, error) {
 		}
 	}
 	return t, nil
+}
+
+// bootTimes caches the boot time per procfs mount (procfs.FS is comparable).
+// It is fixed for the life of the kernel, while /proc/stat is costly to
+// produce on machines with many CPUs and IRQs: read it once, not per scan.
+var bootTimes sync.Map
+
+func bootTime(fs procfs.FS) (time.Time, error) {
+	if v, ok := bootTimes.Load(fs); ok {
+		return v.(time.Time), nil
+	}
+	kstat, err := fs.Stat()
+	if err != nil {
+		return time.Time{}, fmt.Errorf("reading boot time: %w", err)
+	}
+	if kstat.BootTime == 0 {
+		return time.Time{}, fmt.Errorf("reading boot time: no btime line in stat")
+	}
+	boot := time.Unix(int64(kstat.BootTime), 0)
+	bootTimes.Store(fs, boot)
+	return boot, nil
 }
 
 // PIDs returns the pids in the table in ascending order.

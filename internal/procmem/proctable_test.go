@@ -3,6 +3,8 @@ package procmem
 import (
 	"os"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -122,5 +124,42 @@ func TestNewProcessTableErrors(t *testing.T) {
 	}
 	if _, err := NewProcessTable(fs); err == nil {
 		t.Error("NewProcessTable without /proc/stat: no error")
+	}
+
+	mustWrite(t, dir+"/stat", "cpu  1 2 3 4 5 6 7 8 9 10\nctxt 5\n")
+	if _, err := NewProcessTable(fs); err == nil || !strings.Contains(err.Error(), "btime") {
+		t.Errorf("NewProcessTable with a stat without btime: error = %v, want one naming btime", err)
+	}
+
+	mustWrite(t, dir+"/stat", "btime 1700000000\n")
+	table, err := NewProcessTable(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := table.Process(1); !ok || !p.StartTime.Equal(time.Unix(1700000000, 10_000_000)) {
+		t.Errorf("Process(1) = %+v, %v", p, ok)
+	}
+}
+
+// The table is read by every collector of a scrape at once.
+func TestTreeRSSConcurrent(t *testing.T) {
+	table := fixtureTable(t)
+	want := table.TreeRSS(1)
+	var wg sync.WaitGroup
+	errs := make(chan TreeRSS, 8)
+	for range 8 {
+		wg.Go(func() {
+			for range 100 {
+				if got := table.TreeRSS(1); got != want {
+					errs <- got
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for got := range errs {
+		t.Errorf("concurrent TreeRSS(1) = %+v, want %+v", got, want)
 	}
 }
