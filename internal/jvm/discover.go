@@ -214,6 +214,11 @@ func openBeneath(dir *os.File, name string, flags int) (*os.File, error) {
 			unix.Close(cur)
 		}
 		if err != nil {
+			if err == unix.ENOTDIR && i < len(comps)-1 {
+				// O_PATH|O_NOFOLLOW opened a symlink (or a file) where a
+				// directory must be: what openat2 reports as ELOOP.
+				err = unix.ELOOP
+			}
 			return nil, &os.PathError{Op: "openat", Path: name, Err: err}
 		}
 		cur = fd
