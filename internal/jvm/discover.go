@@ -256,6 +256,9 @@ func parseNSPID(status []byte) (int, error) {
 // regular file, or not owned by the process's user.
 var ErrUntrusted = errors.New("untrusted hsperfdata file")
 
+// ErrTooLarge is returned for a file longer than the exporter reads.
+var ErrTooLarge = errors.New("file too large")
+
 // ReadHsperf reads the candidate's hsperfdata file beneath its root,
 // refusing symlinks and anything but a regular file owned by uid (HotSpot
 // checks the same ownership: another user of a shared /tmp could plant a
@@ -303,7 +306,7 @@ func readAllCapped(r io.Reader, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("larger than %d bytes", limit)
+		return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, limit)
 	}
 	return b, nil
 }
