@@ -1,0 +1,79 @@
+package oom
+
+import (
+	"fmt"
+
+	"github.com/executor-exporter/executor_exporter/internal/jvm"
+)
+
+// Causes, the values of the cause label.
+const (
+	CauseHeap    = "heap"    // the Java heap filled the container
+	CauseNative  = "native"  // memory outside the heap did
+	CauseNode    = "node"    // the machine ran out of memory, not a container
+	CauseUnknown = "unknown" // not a tracked JVM, or its sample says too little
+)
+
+// Thresholds of the verdict; docs/oom.md explains them.
+const (
+	// HeapBulkShare: the heap is "the bulk" of the memory when committed
+	// heap is at least this share of the container's usage (or of the
+	// process tree's resident memory when the container is unknown).
+	HeapBulkShare = 0.5
+	// HeapNearMaxShare: the heap is "full" when used heap is at least this
+	// share of its maximum.
+	HeapNearMaxShare = 0.9
+)
+
+// Verdict is the judged cause of a kill and the reason, for the log.
+type Verdict struct {
+	Cause  string
+	Reason string
+}
+
+// Judge says what filled the memory of a killed process from its constraint
+// and its last sample (found false when the victim was not a tracked JVM).
+//
+//   - A global OOM (constraint NONE, CPUSET or MEMORY_POLICY) is "node":
+//     whatever the victim held, the machine as a whole was out of memory.
+//   - A memcg OOM of a tracked JVM is "heap" when the heap was the bulk of
+//     the container's memory and either it was near its maximum or its
+//     maximum did not fit in what the container had left beside non-heap
+//     memory (-Xmx too large for the limit). Otherwise it is "native": the
+//     heap had room and the rest of the memory is what grew.
+//   - With no sample, or a sample without any memory figure, "unknown".
+func Judge(k Kill, s jvm.Sample, found bool) Verdict {
+	switch k.Constraint {
+	case ConstraintNone, ConstraintCpuset, ConstraintMemoryPolicy:
+		return Verdict{CauseNode, "the machine ran out of memory (" + k.Constraint + "), not a container limit"}
+	}
+	if !found {
+		return Verdict{CauseUnknown, "the victim was not a tracked JVM"}
+	}
+	usage, usageOf := s.CgroupUsage, "container usage"
+	if usage == 0 {
+		usage, usageOf = s.RSSJVM+s.RSSPython+s.RSSOther, "resident memory of the process tree"
+	}
+	if usage == 0 || s.HeapCommitted == 0 {
+		return Verdict{CauseUnknown, "the last sample has no heap or memory figures"}
+	}
+	heapShare := float64(s.HeapCommitted) / float64(usage)
+	bulk := heapShare >= HeapBulkShare
+	nearMax := s.HeapMax > 0 && float64(s.HeapUsed) >= HeapNearMaxShare*float64(s.HeapMax)
+	nonHeap := usage - min(usage, s.HeapCommitted)
+	// The heap's maximum does not fit beside what is not heap: the heap
+	// alone could grow to the limit.
+	tooBig := s.CgroupLimit == 0 || s.HeapMax == 0 || s.HeapMax+nonHeap > s.CgroupLimit
+
+	share := fmt.Sprintf("committed heap was %.0f%% of %s", 100*heapShare, usageOf)
+	switch {
+	case bulk && nearMax:
+		return Verdict{CauseHeap, share + fmt.Sprintf(" and heap used was %.0f%% of its max", 100*float64(s.HeapUsed)/float64(s.HeapMax))}
+	case bulk && tooBig:
+		return Verdict{CauseHeap, share + " and the heap's max does not fit in the container beside non-heap memory: lower -Xmx (spark.executor.memory) or raise the limit"}
+	case bulk:
+		return Verdict{CauseNative, share + " but its max fits in the container: non-heap memory pushed it over the limit; raise spark.executor.memoryOverhead"}
+	default:
+		return Verdict{CauseNative, share + ": off-heap memory (direct buffers, metaspace, thread stacks, Python workers) filled the container; raise spark.executor.memoryOverhead"}
+	}
+}
