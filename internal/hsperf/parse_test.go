@@ -16,12 +16,12 @@ func TestParseFixtures(t *testing.T) {
 		texts        map[string]string
 	}{
 		{
-			fixture: "g1", entries: 187, modTimeStamp: 1143796578,
+			fixture: "g1", entries: 187, modTimeStamp: 725774755,
 			longs: map[string]int64{
 				"sun.os.hrt.frequency":                 1000000000,
-				"sun.gc.generation.1.space.0.used":     8892160,
-				"sun.gc.generation.0.space.0.capacity": 24117256,
-				"sun.gc.collector.0.invocations":       11,
+				"sun.gc.generation.1.space.0.used":     8886632,
+				"sun.gc.generation.0.space.0.capacity": 22020104, // G1 pads by 8
+				"sun.gc.collector.0.invocations":       14,
 			},
 			texts: map[string]string{
 				"sun.gc.policy.name":               "GarbageFirst",

@@ -1,0 +1,171 @@
+package hsperf
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// requireJava stops the test when the JDK tools are missing: a failure in
+// CI, where OpenJDK 17 must be installed, a skip elsewhere.
+func requireJava(t *testing.T) {
+	t.Helper()
+	for _, tool := range []string{"java", "jstat"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("%s not found on PATH; CI must provide OpenJDK 17", tool)
+			}
+			t.Skipf("%s not found on PATH: the live test needs OpenJDK 17 (java, jstat)", tool)
+		}
+	}
+}
+
+// startAllocJVM runs testdata/Alloc.java with the given collector and waits
+// until it has allocated and settled. The JVM is stopped with SIGTERM (so it
+// removes its hsperfdata file) when the test ends.
+func startAllocJVM(t *testing.T, gcFlag string) int {
+	t.Helper()
+	cmd := exec.Command("java", gcFlag, "-Xmx64m", filepath.Join("testdata", "Alloc.java"))
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	ready := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "ready") {
+				ready <- nil
+				_, _ = bufio.NewReader(stdout).WriteTo(devNull{})
+				return
+			}
+		}
+		ready <- fmt.Errorf("java %s exited before it was ready: %v", gcFlag, sc.Err())
+	}()
+	select {
+	case err := <-ready:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(90 * time.Second):
+		t.Fatalf("java %s not ready after 90s", gcFlag)
+	}
+	return cmd.Process.Pid
+}
+
+type devNull struct{}
+
+func (devNull) Write(p []byte) (int, error) { return len(p), nil }
+
+func hsperfPath(t *testing.T, pid int) string {
+	t.Helper()
+	u, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Always /tmp, whatever java.io.tmpdir says.
+	return fmt.Sprintf("/tmp/hsperfdata_%s/%d", u.Username, pid)
+}
+
+func readStats(t *testing.T, path string) (*Snapshot, Stats) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Parse(b)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	st, err := s.Stats()
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return s, st
+}
+
+func runJstat(t *testing.T, pid int) jstatTable {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "jstat", "-gc", fmt.Sprint(pid)).Output()
+	if err != nil {
+		t.Fatalf("jstat -gc %d: %v", pid, err)
+	}
+	return parseJstat(t, string(out))
+}
+
+// TestLiveAgainstJstat starts a JVM per collector and checks that Stats
+// agrees with jstat -gc run on the same pid right after reading the file.
+//
+// The JVMs are idle once ready, but a concurrent collector may still run a
+// cycle between the two reads; so the file is read before and after jstat,
+// and jstat must agree with one of the two reads to within its own rounding
+// (0.05 KiB per column) — a mistake in which spaces are summed (a survivor
+// space, the eden) or in G1's padding is off by far more. A disagreement
+// with both reads is retried twice before it fails.
+func TestLiveAgainstJstat(t *testing.T) {
+	requireJava(t)
+	wantGCName := map[string]string{"g1": "G1", "parallel": "Parallel", "serial": "Serial", "z": "ZGC", "shenandoah": "Shenandoah"}
+	for _, f := range fixtures {
+		t.Run(f.name, func(t *testing.T) {
+			t.Parallel()
+			pid := startAllocJVM(t, f.flag)
+			path := hsperfPath(t, pid)
+			var diffs []string
+			for attempt := 0; attempt < 3; attempt++ {
+				before, beforeStats := readStats(t, path)
+				j := runJstat(t, pid)
+				after, afterStats := readStats(t, path)
+				checkInvariants(t, afterStats)
+				if afterStats.GCName != wantGCName[f.name] {
+					t.Errorf("GCName = %q, want %q", afterStats.GCName, wantGCName[f.name])
+				}
+				if afterStats.HeapMax != xmx {
+					t.Errorf("HeapMax = %d, want -Xmx64m", afterStats.HeapMax)
+				}
+				if age := time.Since(afterStats.StartTime); age < 0 || age > 5*time.Minute {
+					t.Errorf("StartTime %v is not the JVM's start", afterStats.StartTime)
+				}
+				t.Logf("heap used %d committed %d, collectors %+v; jstat S0U+S1U+EU+OU %.0f S0C+S1C+EC+OC %.0f YGC %v FGC %v CGC %v",
+					afterStats.HeapUsed, afterStats.HeapCommitted, afterStats.GCs,
+					j.kib("S0U", "S1U", "EU", "OU"), j.kib("S0C", "S1C", "EC", "OC"), j["YGC"], j["FGC"], j["CGC"])
+				diffs = compareWithJstat(before, beforeStats, j, jstatRounding(4))
+				if len(diffs) == 0 {
+					break
+				}
+				diffs = compareWithJstat(after, afterStats, j, jstatRounding(4))
+				if len(diffs) == 0 {
+					break
+				}
+				t.Logf("attempt %d: %s", attempt+1, strings.Join(diffs, "; "))
+			}
+			for _, d := range diffs {
+				t.Error(d)
+			}
+		})
+	}
+}
