@@ -264,6 +264,9 @@ func (r *Refresher) Refresh(ctx context.Context) error {
 	}
 
 	inst := mergeInstance(instanceFromDMI(provider, dmi), fromIMDS, fromNode, baseSource)
+	// The provider decided above stands, --cloud.provider=none included,
+	// even if a Node's providerID names another.
+	inst.Provider = provider
 	if provider == ProviderNone {
 		inst.Source = SourceNone
 		if fromNode != nil {
