@@ -1,0 +1,23 @@
+// Variables and selectors the three dashboards share.
+local g = import '../lib/dashboard.libsonnet';
+
+{
+  // base is a dashboard of this mixin with its title prefix, uid prefix,
+  // tags and refresh applied.
+  base(c, name, uid, description)::
+    g.dashboard(c.dashboardNamePrefix + name, c.dashboardUIDPrefix + uid, description, c.dashboardTags) {
+      refresh: c.dashboardRefresh,
+    },
+
+  clusterVariable(c)::
+    g.queryVariable('cluster', 'Cluster', 'executor_scrape_collector_success{%s}' % c.selector, c.clusterLabel, multi=false) {
+      // Hidden when there is no cluster label: "All" (.*) matches the empty value.
+      hide: 0,
+    },
+
+  // Matchers of the cluster variable, to add to any selector.
+  cluster(c):: '%s=~"$cluster"' % c.clusterLabel,
+
+  // The pools the JVM reports that are not part of the heap.
+  nonHeapPools:: 'Metaspace|Compressed Class Space|CodeHeap.*|Code Cache',
+}

@@ -1,0 +1,3 @@
+(import 'executor.libsonnet') +
+(import 'fleet.libsonnet') +
+(import 'node.libsonnet')

@@ -1,0 +1,118 @@
+// Executor memory: one application's executors (or one executor), where
+// their memory goes, against the heap max and the container limit.
+local g = import '../lib/dashboard.libsonnet';
+local common = import 'common.libsonnet';
+
+{
+  local c = $._config,
+  local s = '%s, %s, app_id=~"$app_id", executor_id=~"$executor"' % [c.selector, common.cluster(c)],
+  local who = '{{app_id}} {{role}} {{executor_id}} (pid {{pid}})',
+
+  grafanaDashboards+:: {
+    'executor-memory.json':
+      common.base(c,
+                  'Executor memory',
+                  'executor-memory',
+                  'Where the memory of Spark executors goes: heap pools against the max, non-heap, GC, resident memory by kind against the container limit, OOM kills.') {
+        templating: {
+          list: [
+            g.datasourceVariable,
+            common.clusterVariable(c),
+            g.queryVariable('app_id',
+                            'Application',
+                            'executor_jvm_info{%s, %s}' % [c.selector, common.cluster(c)],
+                            'app_id'),
+            g.queryVariable('executor',
+                            'Executor',
+                            'executor_jvm_info{%s, %s, app_id=~"$app_id"}' % [c.selector, common.cluster(c)],
+                            'executor_id'),
+          ],
+        },
+        annotations: {
+          list: [
+            g.annotation(
+              'OOM kills',
+              // changes() misses a victim's first kill when its series is new.
+              'changes(executor_oom_kills_total{%(s)s}[2m]) > 0 or (executor_oom_kills_total{%(s)s} unless executor_oom_kills_total{%(s)s} offset 2m)' % { s: s },
+              'OOM kill: {{cause}}',
+              'executor {{executor_id}} (pid {{pid}}), {{constraint}}',
+              'red'
+            ),
+          ],
+        },
+        panels: g.layout([
+          g.row('Overview'),
+          [
+            g.stat('Heap used',
+                   'Heap used / heap max, per JVM.',
+                   [g.target('executor:jvm_heap_used:ratio{%s}' % s, who)],
+                   'percentunit',
+                   [[0.8, 'orange'], [0.9, 'red']]),
+            g.stat('Working set / container limit',
+                   'The OOM killer acts at 100%.',
+                   [g.target('executor:container_memory_working_set:ratio{%s}' % s, who)],
+                   'percentunit',
+                   [[0.8, 'orange'], [0.9, 'red']]),
+            g.stat('Time in GC',
+                   'Fraction of wall-clock time spent in garbage collection.',
+                   [g.target('executor:jvm_gc_time:ratio{%s}' % s, who)],
+                   'percentunit',
+                   [[0.1, 'orange'], [0.3, 'red']]),
+            g.stat('OOM kills',
+                   'OOM kills of these executors in the dashboard time range, by cause.',
+                   [g.target('sum by(cause) (increase(executor_oom_kills_total{%s}[$__range]))' % s, '{{cause}}')],
+                   'short',
+                   [[1, 'red']]),
+          ],
+          g.row('Heap'),
+          [
+            g.timeseries('Heap used, committed and max', 'Used below committed below max; the max is -Xmx.', [
+              g.target('executor_jvm_memory_used_bytes{%s, area="heap"}' % s, '%s used' % who),
+              g.target('executor_jvm_memory_committed_bytes{%s, area="heap"}' % s, '%s committed' % who),
+              g.target('executor_jvm_memory_max_bytes{%s, area="heap"}' % s, '%s max' % who),
+            ], 'bytes', min=0),
+            g.timeseries('Heap pools vs max', 'Each heap space (eden, survivor, old) against its maximum. An old generation that stays near its max after collections is a heap too small for the live data.', [
+              g.target('executor_jvm_memory_pool_used_bytes{%s, pool!~"%s"}' % [s, common.nonHeapPools], '{{executor_id}} {{pool}} used'),
+              g.target('executor_jvm_memory_pool_max_bytes{%s, pool!~"%s"}' % [s, common.nonHeapPools], '{{executor_id}} {{pool}} max'),
+            ], 'bytes', min=0),
+          ],
+          g.row('Non-heap and native'),
+          [
+            g.timeseries('Non-heap pools', 'Metaspace and class space, used and committed.', [
+              g.target('executor_jvm_memory_pool_used_bytes{%s, pool=~"%s"}' % [s, common.nonHeapPools], '{{executor_id}} {{pool}} used'),
+              g.target('executor_jvm_memory_pool_committed_bytes{%s, pool=~"%s"}' % [s, common.nonHeapPools], '{{executor_id}} {{pool}} committed'),
+            ], 'bytes', min=0),
+            g.timeseries('Native memory (estimate)', 'Resident memory of the JVM process minus committed heap and non-heap: direct buffers, thread stacks, malloc, JNI. spark.executor.memoryOverhead must cover it.', [
+              g.target('executor:jvm_native_memory:bytes{%s}' % s, who),
+            ], 'bytes', min=0),
+          ],
+          g.row('Garbage collection'),
+          [
+            g.timeseries('Time in GC', 'Fraction of time in each collector. Above ~30% the executor crawls; near 98% HotSpot gives up with "GC overhead limit exceeded".', [
+              g.target('rate(executor_jvm_gc_collection_seconds_total{%s}[$__rate_interval])' % s, '{{executor_id}} {{gc}}'),
+            ], 'percentunit', min=0),
+            g.timeseries('Collections', 'Collections per second, per collector.', [
+              g.target('rate(executor_jvm_gc_collections_total{%s}[$__rate_interval])' % s, '{{executor_id}} {{gc}}'),
+            ], 'ops', min=0),
+          ],
+          g.row('Process and container'),
+          [
+            g.timeseries('Resident memory by kind vs container limit', 'The process tree of each executor: the JVM, Python workers (PySpark), other children, stacked against the memory limit of its container (dashed).', [
+              g.target('executor_process_resident_memory_bytes{%s}' % s, '{{executor_id}} {{kind}}'),
+              g.target('executor_container_memory_limit_bytes{%s}' % s, '{{executor_id}} limit'),
+            ], 'bytes', stack=true, min=0) + g.limitLine('.* limit'),
+            g.timeseries('Container working set vs limit', 'Working set (usage minus inactive page cache) is what the OOM killer compares with the limit.', [
+              g.target('executor_container_memory_working_set_bytes{%s}' % s, '{{executor_id}} working set'),
+              g.target('executor_container_memory_usage_bytes{%s}' % s, '{{executor_id}} usage'),
+              g.target('executor_container_memory_limit_bytes{%s}' % s, '{{executor_id}} limit'),
+            ], 'bytes', min=0) + g.limitLine('.* limit'),
+          ],
+          [
+            g.timeseries('OOM kills', 'Kernel OOM kills of these executors, by cause: heap (raise the heap, or lower it below the limit), native (raise spark.executor.memoryOverhead), node (the machine ran out).', [
+              g.target('sum by(executor_id, cause) (increase(executor_oom_kills_total{%s}[$__rate_interval]))' % s, '{{executor_id}} {{cause}}'),
+            ], 'short', min=0) { height: 6 },
+          ],
+        ]),
+      },
+  },
+}

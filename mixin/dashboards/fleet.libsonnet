@@ -1,0 +1,97 @@
+// Fleet: every machine by provider, instance type and lifecycle; memory
+// headroom and OOM kills per instance type; interruption notices. Answers
+// "which instance types are too small for our executors?" and "do spot
+// nodes OOM more?".
+local g = import '../lib/dashboard.libsonnet';
+local common = import 'common.libsonnet';
+
+{
+  local c = $._config,
+  // Recorded series joined with executor_instance_info carry these labels.
+  local f = '%s, instance_type=~"$instance_type", lifecycle=~"$lifecycle"' % common.cluster(c),
+  local info = 'executor_instance_info{%s, %s}' % [c.selector, f],
+  local nodesOfSelection = 'max by(%s, instance, instance_type, lifecycle) (%s)' % [c.clusterLabel, info],
+  local byType = 'instance_type, lifecycle',
+
+  grafanaDashboards+:: {
+    'executor-fleet.json':
+      common.base(c,
+                  'Fleet',
+                  'fleet',
+                  'Machines by provider, instance type and lifecycle: memory utilisation and headroom, OOM kills and interruption notices per instance type.') {
+        templating: {
+          list: [
+            g.datasourceVariable,
+            common.clusterVariable(c),
+            g.queryVariable('instance_type', 'Instance type', 'executor_instance_info{%s, %s}' % [c.selector, common.cluster(c)], 'instance_type'),
+            g.queryVariable('lifecycle', 'Lifecycle', 'executor_instance_info{%s, %s}' % [c.selector, common.cluster(c)], 'lifecycle'),
+          ],
+        },
+        annotations: {
+          list: [
+            g.annotation(
+              'Interruption notices',
+              'executor_instance_interruption_pending{%s} == 1 and on(%s, instance) %s' % [c.selector, c.clusterLabel, nodesOfSelection],
+              'Interruption: {{event}}',
+              '{{instance}}',
+              'orange'
+            ),
+          ],
+        },
+        panels: g.layout([
+          g.row('Machines'),
+          [
+            g.stat('Nodes', 'Machines running executor_exporter.', [g.target('count(%s)' % info)]),
+            g.stat('Executors', 'Spark executors on them.', [
+              g.target('count(executor_instance:jvm_heap_used:ratio{%s, %s, role="executor"})' % [c.selector, f]),
+            ]),
+            g.stat('Spot share', 'Fraction of the machines that are spot / preemptible.', [
+              g.target('count(%s) / count(%s) or vector(0)' % [std.strReplace(info, '}', ', lifecycle="spot"}'), info]),
+            ], 'percentunit'),
+            g.stat('Interruptions pending', 'Machines with an announced spot interruption, preemption or scheduled event: their executors will be lost.', [
+              g.target('count(executor_instance_interruption_pending{%s} == 1 and on(%s, instance) %s) or vector(0)' % [c.selector, c.clusterLabel, nodesOfSelection]),
+            ], 'short', [[1, 'red']]),
+          ],
+          [
+            g.table('Nodes by provider, instance type and lifecycle', 'How many machines of each kind.', [
+              g.target('count by(provider, instance_type, lifecycle, node_pool) (%s)' % info, instant=true, format='table'),
+            ]) { height: 7 },
+          ],
+          g.row('Memory per instance type'),
+          [
+            g.timeseries('Node memory utilisation', 'Average share of memory in use (1 - MemAvailable / MemTotal) per instance type and lifecycle.', [
+              g.target('avg by(%s) (executor_node:memory_utilisation:ratio{%s, %s})' % [byType, c.selector, f], '{{instance_type}} {{lifecycle}}'),
+            ], 'percentunit', min=0, max=1),
+            g.timeseries('Node headroom (tightest node)', 'MemAvailable of the fullest machine of each instance type: what the next executor could get.', [
+              g.target('min by(%s) (executor_node:memory_available:bytes{%s, %s})' % [byType, c.selector, f], '{{instance_type}} {{lifecycle}}'),
+            ], 'bytes', min=0),
+          ],
+          [
+            g.timeseries('Executor heap used (max)', 'The fullest executor heap per instance type.', [
+              g.target('max by(%s) (executor_instance:jvm_heap_used:ratio{%s, %s, role="executor"})' % [byType, c.selector, f], '{{instance_type}} {{lifecycle}}'),
+            ], 'percentunit', min=0),
+            g.timeseries('Container working set / limit (max)', 'The executor container closest to its memory limit, per instance type.', [
+              g.target('max by(%s) (executor_instance:container_memory_working_set:ratio{%s, %s})' % [byType, c.selector, f], '{{instance_type}} {{lifecycle}}'),
+            ], 'percentunit', min=0),
+          ],
+          g.row('OOM kills and interruptions'),
+          [
+            g.timeseries('Executor OOM kills per hour', 'Executors OOM-killed per hour by instance type, lifecycle and cause.', [
+              g.target('sum by(%s, cause) (instance_type:executor_oom_kills:increase1h{%s})' % [byType, f], '{{instance_type}} {{lifecycle}} {{cause}}'),
+            ], 'short', min=0),
+            g.timeseries('Node OOM kills per node and hour', 'All kernel OOM kills (executors or not) per machine and hour: compare spot with on-demand of the same type.', [
+              g.target('sum by(%(t)s) (instance_type:executor_node_oom_kills:increase1h{%(f)s}) / sum by(%(t)s) (instance_type:executor_nodes:count{%(f)s})' % { t: byType, f: f }, '{{instance_type}} {{lifecycle}}'),
+            ], 'short', min=0),
+          ],
+          [
+            g.timeseries('Interruption notices', 'Machines with a pending notice, by event.', [
+              g.target('sum by(%s, event) (executor_instance_interruption_pending{%s} * on(%s, instance) group_left(instance_type, lifecycle) %s)' % [byType, c.selector, c.clusterLabel, nodesOfSelection], '{{instance_type}} {{lifecycle}} {{event}}'),
+            ], 'short', min=0),
+            g.timeseries('Memory per application (top 10)', 'Resident memory of the JVMs and their Python workers, per Spark application.', [
+              g.target('topk(10, sum by(app_id) (app:executor_process_resident_memory:bytes{%s}))' % common.cluster(c), '{{app_id}}'),
+            ], 'bytes', min=0),
+          ],
+        ]),
+      },
+  },
+}
