@@ -168,7 +168,8 @@ func TestStatsMatchJstatFixtures(t *testing.T) {
 				t.Fatal(err)
 			}
 			j := parseJstat(t, string(out))
-			for _, d := range compareWithJstat(s, st, j, jstatRounding(4)) {
+			r := read{s, st}
+			for _, d := range compareWithJstat(r, r, j, jstatRounding(4)) {
 				t.Error(d)
 			}
 			if got, want := float64(st.ClassesLoaded), j["Loaded"]-j["Unloaded"]; got != want {
@@ -185,26 +186,34 @@ var jstatCollectorColumns = []struct {
 	index  string
 }{{"YGC", "0"}, {"FGC", "1"}, {"CGC", "2"}}
 
-// compareWithJstat returns how st disagrees with jstat -gc: heap used and
-// committed against S0U+S1U+EU+OU and S0C+S1C+EC+OC (ZGC and Shenandoah
-// print only OU and OC), non-heap used against MU, and each collector's
-// count against the column that reads it.
-func compareWithJstat(s *Snapshot, st Stats, j jstatTable, bytesTol float64) []string {
+// read is one parse of a JVM's file.
+type read struct {
+	snap  *Snapshot
+	stats Stats
+}
+
+// compareWithJstat returns how two reads of a file, taken just before and
+// just after jstat -gc ran, disagree with it: jstat must lie between them
+// (to within tol bytes of its rounding). It compares heap used and committed
+// with S0U+S1U+EU+OU and S0C+S1C+EC+OC (ZGC and Shenandoah print only OU and
+// OC), non-heap used with MU, and each collector's count with the column
+// that reads it. For a still file, pass the same read twice.
+func compareWithJstat(before, after read, j jstatTable, tol float64) []string {
 	var diffs []string
+	between := func(what string, a, b uint64, jstat float64, tol float64) {
+		lo, hi := float64(min(a, b))-tol, float64(max(a, b))+tol
+		if jstat < lo || jstat > hi {
+			diffs = append(diffs, fmt.Sprintf("%s = %d..%d, jstat %.0f (tolerance %.0f)", what, a, b, jstat, tol))
+		}
+	}
 	used := j.kib("S0U", "S1U", "EU", "OU")
 	committed := j.kib("S0C", "S1C", "EC", "OC")
 	if used == 0 || committed == 0 {
 		return []string{fmt.Sprintf("jstat shows no heap: %v", j)}
 	}
-	if !near(float64(st.HeapUsed), used, bytesTol) {
-		diffs = append(diffs, fmt.Sprintf("HeapUsed = %d, jstat S0U+S1U+EU+OU = %.0f (tolerance %.0f)", st.HeapUsed, used, bytesTol))
-	}
-	if !near(float64(st.HeapCommitted), committed, bytesTol) {
-		diffs = append(diffs, fmt.Sprintf("HeapCommitted = %d, jstat S0C+S1C+EC+OC = %.0f (tolerance %.0f)", st.HeapCommitted, committed, bytesTol))
-	}
-	if mu := j.kib("MU"); !near(float64(st.NonHeapUsed), mu, bytesTol) {
-		diffs = append(diffs, fmt.Sprintf("NonHeapUsed = %d, jstat MU = %.0f", st.NonHeapUsed, mu))
-	}
+	between("HeapUsed vs S0U+S1U+EU+OU", before.stats.HeapUsed, after.stats.HeapUsed, used, tol)
+	between("HeapCommitted vs S0C+S1C+EC+OC", before.stats.HeapCommitted, after.stats.HeapCommitted, committed, tol)
+	between("NonHeapUsed vs MU", before.stats.NonHeapUsed, after.stats.NonHeapUsed, j.kib("MU"), jstatRounding(1))
 	seen := 0
 	for _, c := range jstatCollectorColumns {
 		want, printed := j[c.column]
@@ -212,19 +221,18 @@ func compareWithJstat(s *Snapshot, st Stats, j jstatTable, bytesTol float64) []s
 			continue // "-": this collector has no such collector
 		}
 		seen++
-		name, ok := s.Text("sun.gc.collector." + c.index + ".name")
+		name, ok := after.snap.Text("sun.gc.collector." + c.index + ".name")
 		if !ok {
 			diffs = append(diffs, fmt.Sprintf("jstat prints %s = %v but there is no collector %s", c.column, want, c.index))
 			continue
 		}
-		gc, ok := findGC(st.GCs, name)
-		if !ok {
-			diffs = append(diffs, fmt.Sprintf("collector %q missing from Stats.GCs %+v", name, st.GCs))
+		gcBefore, ok1 := findGC(before.stats.GCs, name)
+		gcAfter, ok2 := findGC(after.stats.GCs, name)
+		if !ok1 || !ok2 {
+			diffs = append(diffs, fmt.Sprintf("collector %q missing from Stats.GCs %+v", name, after.stats.GCs))
 			continue
 		}
-		if float64(gc.Collections) != want {
-			diffs = append(diffs, fmt.Sprintf("%s collections = %d, jstat %s = %v", name, gc.Collections, c.column, want))
-		}
+		between(name+" collections vs "+c.column, gcBefore.Collections, gcAfter.Collections, want, 0)
 	}
 	if seen == 0 {
 		diffs = append(diffs, fmt.Sprintf("jstat printed no collector counts: %v", j))
