@@ -361,3 +361,23 @@ func BenchmarkCloudScrapeWithHangingIMDS(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCloudScrapeHealthyIMDS is the reference for the benchmark
+// above: the same scrape while the metadata service answers.
+func BenchmarkCloudScrapeHealthyIMDS(b *testing.B) {
+	server := cloudtest.NewAWS(b, cloudtest.AWSOptions{})
+	c := newTestCloudCollector(b, cloudTestConfig(cloudSysfs(b, cloudAWSDMI), server.URL, 50*time.Millisecond))
+	for !c.refresher.Snapshot().Refreshed {
+		time.Sleep(time.Millisecond)
+	}
+	ch := make(chan prometheus.Metric, 64)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := c.Update(ch); err != nil {
+			b.Fatal(err)
+		}
+		for len(ch) > 0 {
+			<-ch
+		}
+	}
+}

@@ -10,7 +10,7 @@ import (
 	"github.com/executor-exporter/executor_exporter/internal/cloud/cloudtest"
 )
 
-func TestAWSStubRefusesTokenlessGET(t *testing.T) {
+func TestCloudAWSStubRefusesTokenlessGET(t *testing.T) {
 	// The stand-in must behave as IMDSv2 with HttpTokens=required, or the
 	// tests below prove nothing.
 	imds := cloudtest.NewAWS(t, cloudtest.AWSOptions{})
@@ -24,7 +24,7 @@ func TestAWSStubRefusesTokenlessGET(t *testing.T) {
 	}
 }
 
-func TestAWSInstanceIMDSv2(t *testing.T) {
+func TestCloudAWSInstanceIMDSv2(t *testing.T) {
 	imds := cloudtest.NewAWS(t, cloudtest.AWSOptions{})
 	c := newAWSClient(imds.URL, newMetadataHTTPClient(2*time.Second))
 	got, err := c.instance(context.Background())
@@ -42,7 +42,7 @@ func TestAWSInstanceIMDSv2(t *testing.T) {
 	}
 }
 
-func TestAWSFallsBackToIMDSv1OnlyWhenTokenRefused(t *testing.T) {
+func TestCloudAWSFallsBackToIMDSv1OnlyWhenTokenRefused(t *testing.T) {
 	imds := cloudtest.NewAWS(t, cloudtest.AWSOptions{V1Only: true})
 	c := newAWSClient(imds.URL, newMetadataHTTPClient(2*time.Second))
 	got, err := c.instance(context.Background())
@@ -65,7 +65,7 @@ func TestAWSFallsBackToIMDSv1OnlyWhenTokenRefused(t *testing.T) {
 	}
 }
 
-func TestAWSRenewsRevokedToken(t *testing.T) {
+func TestCloudAWSRenewsRevokedToken(t *testing.T) {
 	imds := cloudtest.NewAWS(t, cloudtest.AWSOptions{})
 	c := newAWSClient(imds.URL, newMetadataHTTPClient(2*time.Second))
 	c.token, c.expires = "revoked", time.Now().Add(time.Hour)
@@ -74,7 +74,7 @@ func TestAWSRenewsRevokedToken(t *testing.T) {
 	}
 }
 
-func TestAWSOptionalItems(t *testing.T) {
+func TestCloudAWSOptionalItems(t *testing.T) {
 	imds := cloudtest.NewAWS(t, cloudtest.AWSOptions{})
 	imds.Delete(cloudtest.AWSLifecyclePath)
 	imds.Delete("/latest/meta-data/placement/region")
@@ -92,7 +92,7 @@ func TestAWSOptionalItems(t *testing.T) {
 	}
 }
 
-func TestAWSNotices(t *testing.T) {
+func TestCloudAWSNotices(t *testing.T) {
 	imds := cloudtest.NewAWS(t, cloudtest.AWSOptions{})
 	c := newAWSClient(imds.URL, newMetadataHTTPClient(2*time.Second))
 	ctx := context.Background()
@@ -131,7 +131,7 @@ func TestAWSNotices(t *testing.T) {
 	}
 }
 
-func TestParseAWSInstanceAction(t *testing.T) {
+func TestCloudParseAWSInstanceAction(t *testing.T) {
 	for _, tc := range []struct {
 		body string
 		want Notice

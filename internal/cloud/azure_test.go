@@ -9,7 +9,7 @@ import (
 	"github.com/executor-exporter/executor_exporter/internal/cloud/cloudtest"
 )
 
-func TestAzureStubRequiresMetadataHeader(t *testing.T) {
+func TestCloudAzureStubRequiresMetadataHeader(t *testing.T) {
 	server := cloudtest.NewAzure(t)
 	resp, err := http.Get(server.URL + azureInstancePath)
 	if err != nil {
@@ -21,7 +21,7 @@ func TestAzureStubRequiresMetadataHeader(t *testing.T) {
 	}
 }
 
-func TestAzureInstance(t *testing.T) {
+func TestCloudAzureInstance(t *testing.T) {
 	server := cloudtest.NewAzure(t)
 	c := newAzureClient(server.URL, newMetadataHTTPClient(2*time.Second))
 	got, err := c.instance(context.Background())
@@ -35,7 +35,7 @@ func TestAzureInstance(t *testing.T) {
 	}
 }
 
-func TestParseAzureInstance(t *testing.T) {
+func TestCloudParseAzureInstance(t *testing.T) {
 	for _, tc := range []struct {
 		name, body string
 		want       Instance
@@ -66,7 +66,7 @@ func TestParseAzureInstance(t *testing.T) {
 	}
 }
 
-func TestParseAzureScheduledEvents(t *testing.T) {
+func TestCloudParseAzureScheduledEvents(t *testing.T) {
 	notBefore := "Mon, 19 Sep 2016 18:29:47 GMT"
 	at := time.Date(2016, 9, 19, 18, 29, 47, 0, time.UTC)
 	for _, tc := range []struct {
@@ -102,7 +102,7 @@ func TestParseAzureScheduledEvents(t *testing.T) {
 	}
 }
 
-func TestAzureNoticesFilterByOwnName(t *testing.T) {
+func TestCloudAzureNoticesFilterByOwnName(t *testing.T) {
 	server := cloudtest.NewAzure(t)
 	c := newAzureClient(server.URL, newMetadataHTTPClient(2*time.Second))
 	ctx := context.Background()

@@ -6,7 +6,7 @@ import (
 	"unicode/utf8"
 )
 
-func TestCleanValue(t *testing.T) {
+func TestCloudCleanValue(t *testing.T) {
 	long := strings.Repeat("x", 5000)
 	// 127 ASCII bytes then a 3-byte rune: the cut must not split it.
 	straddle := strings.Repeat("a", 127) + "€"
@@ -32,7 +32,7 @@ func TestCleanValue(t *testing.T) {
 	}
 }
 
-func TestNormalizeLifecycle(t *testing.T) {
+func TestCloudNormalizeLifecycle(t *testing.T) {
 	for in, want := range map[string]string{
 		"spot":           LifecycleSpot,     // AWS instance-life-cycle, Karpenter
 		"SPOT":           LifecycleSpot,     // EKS capacityType, GCP provisioning-model
@@ -56,7 +56,7 @@ func TestNormalizeLifecycle(t *testing.T) {
 	}
 }
 
-func TestLastSegmentAndRegionFromZone(t *testing.T) {
+func TestCloudLastSegmentAndRegionFromZone(t *testing.T) {
 	for _, tc := range []struct{ in, last, region string }{
 		{"projects/123456789012/zones/europe-west1-b", "europe-west1-b", "europe-west1"},
 		{"projects/1/machineTypes/n2-standard-8", "n2-standard-8", ""},

@@ -22,7 +22,7 @@ func writeDMI(t testing.TB, files map[string]string) string {
 	return sysfs
 }
 
-func TestDetectProvider(t *testing.T) {
+func TestCloudDetectProvider(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		dmi  map[string]string
@@ -49,13 +49,13 @@ func TestDetectProvider(t *testing.T) {
 	}
 }
 
-func TestReadDMIWithoutSysfs(t *testing.T) {
+func TestCloudReadDMIWithoutSysfs(t *testing.T) {
 	if dmi := ReadDMI(filepath.Join(t.TempDir(), "nonexistent")); len(dmi) != 0 {
 		t.Fatalf("ReadDMI of a missing tree = %v, want empty", dmi)
 	}
 }
 
-func TestInstanceFromDMIOnNitro(t *testing.T) {
+func TestCloudInstanceFromDMIOnNitro(t *testing.T) {
 	dmi := DMI{"sys_vendor": "Amazon EC2", "product_name": "c6i.2xlarge", "board_asset_tag": "i-0fedcba9876543210"}
 	got := instanceFromDMI(ProviderAWS, dmi)
 	if got.InstanceType != "c6i.2xlarge" || got.InstanceID != "i-0fedcba9876543210" {

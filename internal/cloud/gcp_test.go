@@ -10,7 +10,7 @@ import (
 	"github.com/executor-exporter/executor_exporter/internal/cloud/cloudtest"
 )
 
-func TestGCPStubRefusesRequestsWithoutFlavor(t *testing.T) {
+func TestCloudGCPStubRefusesRequestsWithoutFlavor(t *testing.T) {
 	server := cloudtest.NewGCP(t)
 	resp, err := http.Get(server.URL + cloudtest.GCPMachineTypePath)
 	if err != nil {
@@ -22,7 +22,7 @@ func TestGCPStubRefusesRequestsWithoutFlavor(t *testing.T) {
 	}
 }
 
-func TestGCPInstance(t *testing.T) {
+func TestCloudGCPInstance(t *testing.T) {
 	server := cloudtest.NewGCP(t)
 	c := newGCPClient(server.URL, newMetadataHTTPClient(2*time.Second))
 	got, err := c.instance(context.Background())
@@ -36,7 +36,7 @@ func TestGCPInstance(t *testing.T) {
 	}
 }
 
-func TestGCPRejectsAnswerWithoutFlavor(t *testing.T) {
+func TestCloudGCPRejectsAnswerWithoutFlavor(t *testing.T) {
 	// Something else answering at metadata.google.internal (a captive
 	// portal, a DNS search-domain accident) is not the metadata server.
 	impostor := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -49,7 +49,7 @@ func TestGCPRejectsAnswerWithoutFlavor(t *testing.T) {
 	}
 }
 
-func TestGCPLifecycle(t *testing.T) {
+func TestCloudGCPLifecycle(t *testing.T) {
 	for _, tc := range []struct{ preemptible, model, want string }{
 		{"TRUE", "SPOT", LifecycleSpot},
 		{"TRUE", "", LifecycleSpot}, // legacy preemptible VM, old metadata server
@@ -63,7 +63,7 @@ func TestGCPLifecycle(t *testing.T) {
 	}
 }
 
-func TestGCPNotices(t *testing.T) {
+func TestCloudGCPNotices(t *testing.T) {
 	server := cloudtest.NewGCP(t)
 	c := newGCPClient(server.URL, newMetadataHTTPClient(2*time.Second))
 	ctx := context.Background()

@@ -67,7 +67,7 @@ func kubeConfigFor(t *testing.T, server *cloudtest.Server, token, node string) K
 	return cfg
 }
 
-func TestKubernetesNodeInstance(t *testing.T) {
+func TestCloudKubernetesNodeInstance(t *testing.T) {
 	const token = "eyJhbGciOiJSUzI1NiJ9.test"
 	server := cloudtest.NewKubernetes(t, token, map[string]string{
 		"karpenter": karpenterNode, "eks": eksNode, "gke-spot": gkeSpotNode, "aks-spot": aksSpotNode, "aks-regular": aksRegularNode,
@@ -103,7 +103,7 @@ func TestKubernetesNodeInstance(t *testing.T) {
 	}
 }
 
-func TestKubernetesRefusals(t *testing.T) {
+func TestCloudKubernetesRefusals(t *testing.T) {
 	server := cloudtest.NewKubernetes(t, "right", map[string]string{"n": eksNode})
 	for name, cfg := range map[string]KubernetesConfig{
 		"wrong token":  kubeConfigFor(t, server, "wrong", "n"),
@@ -134,7 +134,7 @@ func TestKubernetesRefusals(t *testing.T) {
 	}
 }
 
-func TestAllowedNodeLabels(t *testing.T) {
+func TestCloudAllowedNodeLabels(t *testing.T) {
 	labels := map[string]string{"a": "1", "b": "2", "team": "data\xff"}
 	if got := allowedNodeLabels(labels, []string{"team", "missing"}); !reflect.DeepEqual(got, map[string]string{"team": "data\uFFFD"}) {
 		t.Errorf("allowlist: %v", got)
@@ -147,7 +147,7 @@ func TestAllowedNodeLabels(t *testing.T) {
 	}
 }
 
-func TestNodeLabelPairs(t *testing.T) {
+func TestCloudNodeLabelPairs(t *testing.T) {
 	names, values := NodeLabelPairs(map[string]string{
 		"eks.amazonaws.com/capacityType": "SPOT",
 		"team":                           "data",

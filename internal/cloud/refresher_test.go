@@ -37,7 +37,7 @@ func newTestRefresher(t *testing.T, cfg Config) *Refresher {
 	return r
 }
 
-func TestNoCloudAsksNobody(t *testing.T) {
+func TestCloudNoCloudAsksNobody(t *testing.T) {
 	// Every metadata URL points at a stub that counts: outside a cloud,
 	// and with --cloud.provider=none, none of them may be asked.
 	stub := cloudtest.NewAWS(t, cloudtest.AWSOptions{})
@@ -68,7 +68,7 @@ func TestNoCloudAsksNobody(t *testing.T) {
 	}
 }
 
-func TestRefreshPerProvider(t *testing.T) {
+func TestCloudRefreshPerProvider(t *testing.T) {
 	aws := cloudtest.NewAWS(t, cloudtest.AWSOptions{})
 	gcp := cloudtest.NewGCP(t)
 	azure := cloudtest.NewAzure(t)
@@ -97,7 +97,7 @@ func TestRefreshPerProvider(t *testing.T) {
 	}
 }
 
-func TestRefreshMergesIMDSAndKubernetes(t *testing.T) {
+func TestCloudRefreshMergesIMDSAndKubernetes(t *testing.T) {
 	const token = "t0ken"
 	aws := cloudtest.NewAWS(t, cloudtest.AWSOptions{})
 	aws.Set(cloudtest.AWSLifecyclePath, "on-demand") // IMDS wins over labels
@@ -121,7 +121,7 @@ func TestRefreshMergesIMDSAndKubernetes(t *testing.T) {
 	}
 }
 
-func TestKubernetesProviderIDWhenDMIHidden(t *testing.T) {
+func TestCloudKubernetesProviderIDWhenDMIHidden(t *testing.T) {
 	// A container without the host's /sys: the Node's providerID names
 	// the cloud, and that cloud's metadata service is asked.
 	gcp := cloudtest.NewGCP(t)
@@ -138,7 +138,7 @@ func TestKubernetesProviderIDWhenDMIHidden(t *testing.T) {
 	}
 }
 
-func TestRefreshBadMetadata(t *testing.T) {
+func TestCloudRefreshBadMetadata(t *testing.T) {
 	tenMB := strings.Repeat("m", 10<<20)
 	for _, tc := range []struct {
 		name    string
@@ -189,7 +189,7 @@ func TestRefreshBadMetadata(t *testing.T) {
 	}
 }
 
-func TestRefreshKeepsLastGoodAnswer(t *testing.T) {
+func TestCloudRefreshKeepsLastGoodAnswer(t *testing.T) {
 	aws := cloudtest.NewAWS(t, cloudtest.AWSOptions{})
 	r := newTestRefresher(t, testConfig(writeDMI(t, awsNitroDMI), aws.URL))
 	ctx := context.Background()
@@ -207,7 +207,7 @@ func TestRefreshKeepsLastGoodAnswer(t *testing.T) {
 	}
 }
 
-func TestSnapshotDoesNotWaitForHangingIMDS(t *testing.T) {
+func TestCloudSnapshotDoesNotWaitForHangingIMDS(t *testing.T) {
 	aws := cloudtest.NewAWS(t, cloudtest.AWSOptions{})
 	aws.Hang()
 	cfg := testConfig(writeDMI(t, awsNitroDMI), aws.URL)
@@ -228,7 +228,7 @@ func TestSnapshotDoesNotWaitForHangingIMDS(t *testing.T) {
 	r.Stop() // must cancel the hanging request, or the test times out
 }
 
-func TestRefresherRejectsBadConfig(t *testing.T) {
+func TestCloudRefresherRejectsBadConfig(t *testing.T) {
 	for name, mutate := range map[string]func(*Config){
 		"zero timeout":     func(c *Config) { c.Timeout = 0 },
 		"zero refresh":     func(c *Config) { c.RefreshInterval = 0 },
@@ -243,7 +243,7 @@ func TestRefresherRejectsBadConfig(t *testing.T) {
 	}
 }
 
-func TestRedirectToAnotherHostRefused(t *testing.T) {
+func TestCloudRedirectToAnotherHostRefused(t *testing.T) {
 	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte("m5.evil"))
 	}))
@@ -258,7 +258,7 @@ func TestRedirectToAnotherHostRefused(t *testing.T) {
 	}
 }
 
-func TestMetadataClientIgnoresProxy(t *testing.T) {
+func TestCloudMetadataClientIgnoresProxy(t *testing.T) {
 	// Go never proxies loopback requests, so a stub cannot catch a
 	// proxied metadata request; check the transport itself instead.
 	transport, ok := newMetadataHTTPClient(time.Second).Transport.(*http.Transport)
