@@ -1,0 +1,280 @@
+package collector
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/executor-exporter/executor_exporter/internal/jvm"
+	"github.com/executor-exporter/executor_exporter/internal/oom"
+)
+
+var (
+	oomKmsgPath = kingpin.Flag("oom.kmsg-path",
+		"The kernel log to follow for OOM kills: /dev/kmsg, or a file or FIFO of kmsg records, one per line.").
+		Default("/dev/kmsg").String()
+	oomRetention = kingpin.Flag("oom.retention",
+		"How long a victim's kill counter is exported after its last kill.").
+		Default("1h").Duration()
+	oomMaxSeries = kingpin.Flag("oom.max-series",
+		"Most kill counters kept at once; the oldest is dropped beyond it (a cardinality guard).").
+		Default("500").Int()
+	oomNewSeriesHold = kingpin.Flag("oom.new-series-hold",
+		"How long a new victim's counter reads 0 at least, besides one scrape; set it to the scrape interval when several Prometheus servers scrape the exporter.").
+		Default("0s").Duration()
+)
+
+func init() {
+	registerCollector("oom", true, func(logger log.Logger) (Collector, error) {
+		return NewOOMCollector(OOMConfig{
+			KmsgPath:      *oomKmsgPath,
+			Retention:     *oomRetention,
+			MaxSeries:     *oomMaxSeries,
+			NewSeriesHold: *oomNewSeriesHold,
+		}, sharedJVMTracker(logger), logger)
+	})
+}
+
+// OOMConfig configures the oom collector.
+type OOMConfig struct {
+	KmsgPath      string
+	Retention     time.Duration // a counter is dropped this long after its last kill
+	MaxSeries     int           // most counters kept; the oldest goes first
+	NewSeriesHold time.Duration // a new counter reads 0 at least this long (and one scrape)
+	// Follow tunes the reader; zero values take its defaults.
+	Follow oom.FollowConfig
+}
+
+// oomSeries is one victim's kill counter.
+type oomSeries struct {
+	labels   []string // victim labels, in oomKillLabels order
+	kills    float64
+	born     time.Time // first kill
+	last     time.Time // last kill
+	shownAt0 bool      // a scrape has seen it at 0
+}
+
+var oomKillLabels = append(append([]string{}, identityLabels...), "constraint", "cause", "task")
+
+type oomCollector struct {
+	cfg    OOMConfig
+	source jvm.SampleSource
+	logger log.Logger
+	now    func() time.Time
+
+	kills, records, malformed, dropped *prometheus.Desc
+
+	follower  *oom.Follower
+	assembler oom.Assembler // used by the follower's goroutine only
+
+	mu             sync.Mutex
+	series         map[string]*oomSeries
+	recordsTotal   float64
+	malformedTotal float64
+	droppedTotal   float64
+	loggedErr      string // the follower error last logged, so each is logged once
+}
+
+// NewOOMCollector follows the kernel log for OOM kills from now on and
+// counts each kill by victim, asking source what the victim looked like
+// last (pid, and memcg when both sides know it) to name the executor and
+// judge the cause. A kernel log it cannot read fails the collector, not
+// the scrape.
+func NewOOMCollector(cfg OOMConfig, source jvm.SampleSource, logger log.Logger) (Collector, error) {
+	if cfg.KmsgPath == "" {
+		return nil, errors.New("no kernel log path")
+	}
+	if cfg.MaxSeries <= 0 {
+		return nil, errors.New("oom max series must be positive")
+	}
+	if cfg.Retention <= 0 {
+		return nil, errors.New("oom retention must be positive")
+	}
+	c := &oomCollector{
+		cfg:    cfg,
+		source: source,
+		logger: logger,
+		now:    time.Now,
+		kills: prometheus.NewDesc(prometheus.BuildFQName(namespace, "oom", "kills_total"),
+			"Processes killed by the kernel OOM killer since the exporter started, by victim (identity labels empty when it was not a tracked JVM), constraint and judged cause (heap, native, node, unknown). A new victim's series reads 0 for one scrape before its first kill counts, so increase() sees it.",
+			oomKillLabels, nil),
+		records: prometheus.NewDesc(prometheus.BuildFQName(namespace, "oom", "kmsg_records_total"),
+			"Kernel log records read since the exporter started; flat while the kernel logs means the reader is stuck.", nil, nil),
+		malformed: prometheus.NewDesc(prometheus.BuildFQName(namespace, "oom", "kmsg_malformed_records_total"),
+			"Kernel log records that looked like OOM-killer lines but could not be read.", nil, nil),
+		dropped: prometheus.NewDesc(prometheus.BuildFQName(namespace, "oom", "series_dropped_total"),
+			"Kill counters dropped before their retention because --oom.max-series was reached.", nil, nil),
+		series: map[string]*oomSeries{},
+	}
+	fc := cfg.Follow
+	fc.Path = cfg.KmsgPath
+	c.follower = oom.Follow(fc, c.handleRecord, c.handleFollowError)
+	return c, nil
+}
+
+// Stop ends following the kernel log.
+func (c *oomCollector) Stop() { c.follower.Stop() }
+
+func (c *oomCollector) Update(ch chan<- prometheus.Metric) error {
+	now := c.now()
+	c.mu.Lock()
+	for key, s := range c.series {
+		if now.Sub(s.last) > c.cfg.Retention {
+			delete(c.series, key)
+			continue
+		}
+		value := s.kills
+		if !s.shownAt0 || now.Sub(s.born) < c.cfg.NewSeriesHold {
+			value = 0
+		}
+		s.shownAt0 = true
+		ch <- prometheus.MustNewConstMetric(c.kills, prometheus.CounterValue, value, s.labels...)
+	}
+	ch <- prometheus.MustNewConstMetric(c.records, prometheus.CounterValue, c.recordsTotal)
+	ch <- prometheus.MustNewConstMetric(c.malformed, prometheus.CounterValue, c.malformedTotal)
+	ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, c.droppedTotal)
+	c.mu.Unlock()
+
+	if err := c.follower.Err(); err != nil {
+		return fmt.Errorf("kernel log %s unreadable, OOM kills are not attributed (node and container counters still count them): %w", c.cfg.KmsgPath, err)
+	}
+	return nil
+}
+
+// handleFollowError logs each distinct reader error once: a /dev/kmsg the
+// exporter may not read fails the same way at every retry.
+func (c *oomCollector) handleFollowError(err error) {
+	c.mu.Lock()
+	first := err.Error() != c.loggedErr
+	c.loggedErr = err.Error()
+	c.mu.Unlock()
+	if first {
+		level.Error(c.logger).Log("msg", "cannot read the kernel log; OOM kills will be counted by vmstat and cgroups but not attributed (needs root or CAP_SYSLOG for /dev/kmsg)",
+			"path", c.cfg.KmsgPath, "err", err)
+	}
+}
+
+func (c *oomCollector) handleRecord(record []byte) {
+	line, ok, err := oom.Parse(record)
+	c.mu.Lock()
+	c.recordsTotal++
+	if err != nil {
+		c.malformedTotal++
+	}
+	c.mu.Unlock()
+	if err != nil {
+		level.Warn(c.logger).Log("msg", "unreadable OOM line in the kernel log", "err", err)
+		return
+	}
+	if !ok {
+		return
+	}
+	if kill, done := c.assembler.Add(line); done {
+		c.recordKill(kill)
+	}
+}
+
+// recordKill counts one kill against its victim and logs it.
+func (c *oomCollector) recordKill(k oom.Kill) {
+	sample, found := c.source.LastSample(k.PID)
+	if found && !sameMemcg(sample.CgroupPath, k.TaskMemcg) {
+		// The pid was reused: the sample is of another process.
+		level.Debug(c.logger).Log("msg", "OOM victim's pid matches a JVM in another cgroup; not attributed",
+			"pid", k.PID, "task_memcg", k.TaskMemcg, "jvm_cgroup", sample.CgroupPath)
+		found = false
+	}
+	verdict := oom.Judge(k, sample, found)
+
+	labels := []string{"", "", "", "", k.Constraint, verdict.Cause, labelValue(k.Task)}
+	if found {
+		labels[0] = strconv.Itoa(k.PID)
+		labels[1], labels[2], labels[3] = labelValue(sample.Role), labelValue(sample.AppID), labelValue(sample.ExecutorID)
+	}
+	key := strings.Join(labels, "\xff")
+	now := c.now()
+
+	c.mu.Lock()
+	if s, ok := c.series[key]; ok {
+		s.kills++
+		s.last = now
+	} else {
+		if len(c.series) >= c.cfg.MaxSeries {
+			c.dropOldestLocked()
+		}
+		c.series[key] = &oomSeries{labels: labels, kills: 1, born: now, last: now}
+	}
+	c.mu.Unlock()
+
+	c.logKill(k, sample, found, verdict, now)
+}
+
+func (c *oomCollector) dropOldestLocked() {
+	var oldestKey string
+	var oldest time.Time
+	for key, s := range c.series {
+		if oldestKey == "" || s.last.Before(oldest) {
+			oldestKey, oldest = key, s.last
+		}
+	}
+	delete(c.series, oldestKey)
+	c.droppedTotal++
+}
+
+// logKill writes the one line an on-call engineer reads about a kill: who,
+// why, and what the victim looked like last, in MiB.
+func (c *oomCollector) logKill(k oom.Kill, s jvm.Sample, found bool, v oom.Verdict, now time.Time) {
+	who := fmt.Sprintf("process %d (%s)", k.PID, k.Task)
+	if found && s.Role == "executor" {
+		who = fmt.Sprintf("Spark executor %s of %s (pid %d)", s.ExecutorID, s.AppID, k.PID)
+	} else if found && s.Role == "driver" {
+		who = fmt.Sprintf("Spark driver of %s (pid %d)", s.AppID, k.PID)
+	} else if found {
+		who = fmt.Sprintf("JVM pid %d", k.PID)
+	}
+	kv := []interface{}{
+		"msg", fmt.Sprintf("OOM kill: %s, cause %s: %s", who, v.Cause, v.Reason),
+		"pid", k.PID, "task", k.Task, "constraint", k.Constraint, "cause", v.Cause,
+		"oom_memcg", k.OOMMemcg, "task_memcg", k.TaskMemcg,
+		"killed_anon_rss_mib", mibOf(k.AnonRSSKiB << 10),
+	}
+	if found {
+		kv = append(kv,
+			"role", s.Role, "app_id", s.AppID, "executor_id", s.ExecutorID,
+			"sample_age_seconds", fmt.Sprintf("%.1f", now.Sub(s.Time).Seconds()),
+			"heap_used_mib", mibOf(s.HeapUsed), "heap_committed_mib", mibOf(s.HeapCommitted), "heap_max_mib", mibOf(s.HeapMax),
+			"nonheap_committed_mib", mibOf(s.NonHeapCommitted),
+			"rss_jvm_mib", mibOf(s.RSSJVM), "rss_python_mib", mibOf(s.RSSPython), "rss_other_mib", mibOf(s.RSSOther),
+			"cgroup", s.CgroupPath, "cgroup_limit_mib", mibOf(s.CgroupLimit), "cgroup_usage_mib", mibOf(s.CgroupUsage),
+		)
+	}
+	level.Warn(c.logger).Log(kv...)
+}
+
+func mibOf(b uint64) string { return fmt.Sprintf("%.1f", float64(b)/(1<<20)) }
+
+// sameMemcg says whether the JVM's cgroup (from /proc/<pid>/cgroup) and
+// the victim's memcg (from the kernel) can be the same group. Either may be
+// unknown. The kernel prints the full path; /proc/<pid>/cgroup is relative
+// to the reader's cgroup namespace root, so one may be a suffix of the
+// other.
+func sameMemcg(jvmPath, kernelPath string) bool {
+	if jvmPath == "" || kernelPath == "" || jvmPath == kernelPath {
+		return true
+	}
+	long, short := kernelPath, jvmPath
+	if len(short) > len(long) {
+		long, short = short, long
+	}
+	if short == "/" {
+		return false
+	}
+	return strings.HasSuffix(long, short) && (strings.HasPrefix(short, "/") || long[len(long)-len(short)-1] == '/')
+}

@@ -1,0 +1,229 @@
+package oom
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// collected gathers what a Follower delivers.
+type collected struct {
+	mu      sync.Mutex
+	records []string
+	errs    []error
+}
+
+func (c *collected) record(b []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.records = append(c.records, string(b))
+}
+
+func (c *collected) err(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.errs = append(c.errs, err)
+}
+
+func (c *collected) snapshot() ([]string, []error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.records...), append([]error(nil), c.errs...)
+}
+
+// waitUntil polls cond; the timeout only bounds a hang.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func fastConfig(path string) FollowConfig {
+	return FollowConfig{Path: path, PollInterval: 10 * time.Millisecond, MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond}
+}
+
+func TestFollowRegularFileStartsAtItsEnd(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kmsg")
+	if err := os.WriteFile(path, []byte("6,1,1,-;history before the start\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var c collected
+	f := Follow(fastConfig(path), c.record, c.err)
+	defer f.Stop()
+	// The follower has seeked to the end once it is reading; until then a
+	// write could land before its seek. Err is nil both before and after,
+	// so wait on a marker line instead.
+	w, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	waitUntil(t, "the follower to see a marker", func() bool {
+		fmt.Fprintln(w, "6,2,2,-;marker")
+		recs, _ := c.snapshot()
+		return len(recs) > 0
+	})
+	// A record written in two pieces arrives once, whole.
+	fmt.Fprint(w, "3,3,3,-;Out of memory: Killed process 42 (ja")
+	time.Sleep(50 * time.Millisecond)
+	fmt.Fprint(w, "va) total-vm:1kB\n")
+	waitUntil(t, "the kill record", func() bool {
+		recs, _ := c.snapshot()
+		return strings.Contains(strings.Join(recs, ""), "Killed process 42")
+	})
+	recs, errs := c.snapshot()
+	for _, r := range recs {
+		if strings.Contains(r, "history") {
+			t.Errorf("delivered a record written before the start: %q", r)
+		}
+		if strings.Contains(r, "Killed process 42") && r != "3,3,3,-;Out of memory: Killed process 42 (java) total-vm:1kB\n" {
+			t.Errorf("split record delivered as %q", r)
+		}
+	}
+	if len(errs) > 0 {
+		t.Errorf("errors: %v", errs)
+	}
+}
+
+func TestFollowFIFO(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kmsg.fifo")
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	var c collected
+	f := Follow(fastConfig(path), c.record, c.err)
+	defer f.Stop()
+	for writer := 0; writer < 2; writer++ { // a writer may come and go
+		w, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(w, "Memory cgroup out of memory: Killed process %d (java) total-vm:1kB\n", 100+writer)
+		w.Close()
+		want := fmt.Sprintf("Killed process %d", 100+writer)
+		waitUntil(t, want, func() bool {
+			recs, _ := c.snapshot()
+			return strings.Contains(strings.Join(recs, ""), want)
+		})
+	}
+	if _, errs := c.snapshot(); len(errs) > 0 {
+		t.Errorf("errors: %v", errs)
+	}
+}
+
+func TestFollowMissingPathReportsAndRecovers(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "not-yet")
+	var c collected
+	f := Follow(fastConfig(path), c.record, c.err)
+	defer f.Stop()
+	waitUntil(t, "an open error", func() bool { return f.Err() != nil })
+	if err := f.Err(); !os.IsNotExist(err) && !strings.Contains(err.Error(), "no such file") {
+		t.Errorf("Err = %v, want not-exist", err)
+	}
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	waitUntil(t, "records after the file appeared", func() bool {
+		fmt.Fprintln(w, "6,1,1,-;hello")
+		recs, _ := c.snapshot()
+		return len(recs) > 0 && f.Err() == nil
+	})
+	// Backing off, not spinning: with 10-50 ms backoff a missing file is
+	// retried a handful of times, not thousands.
+	_, errs := c.snapshot()
+	if len(errs) > 1000 {
+		t.Errorf("%d open errors: the follower spins", len(errs))
+	}
+}
+
+func TestFollowRefusesSymlink(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "real")
+	if err := os.WriteFile(target, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	var c collected
+	f := Follow(fastConfig(link), c.record, c.err)
+	defer f.Stop()
+	waitUntil(t, "the symlink to be refused", func() bool { return f.Err() != nil })
+	if !strings.Contains(f.Err().Error(), "too many levels of symbolic links") {
+		t.Errorf("Err = %v, want ELOOP", f.Err())
+	}
+}
+
+// TestFollowDevKmsg follows the real kernel log: a marker written to
+// /dev/kmsg (as root may) comes back as one record, and nothing from
+// before the start does.
+func TestFollowDevKmsg(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatal("needs root to read and write /dev/kmsg, and CI runs as root")
+		}
+		t.Skip("needs root to read and write /dev/kmsg")
+	}
+	var c collected
+	f := Follow(FollowConfig{Path: "/dev/kmsg"}, c.record, c.err)
+	stopped := false
+	defer func() {
+		if !stopped {
+			f.Stop()
+		}
+	}()
+	marker := fmt.Sprintf("executor_exporter oom follow test %d", time.Now().UnixNano())
+	w, err := os.OpenFile("/dev/kmsg", os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	waitUntil(t, "the marker to come back from /dev/kmsg", func() bool {
+		// printk_devkmsg=ratelimit allows bursts of a few writes; one per
+		// 100 ms stays well inside it.
+		fmt.Fprintln(w, marker)
+		time.Sleep(100 * time.Millisecond)
+		recs, _ := c.snapshot()
+		for _, r := range recs {
+			if strings.Contains(r, marker) {
+				if string(Message([]byte(r))) != marker {
+					t.Errorf("Message(%q) = %q, want the marker", r, Message([]byte(r)))
+				}
+				return true
+			}
+		}
+		return false
+	})
+	recs, errs := c.snapshot()
+	if len(recs) > 200 {
+		t.Errorf("%d records: the follower read the history instead of starting at the end", len(recs))
+	}
+	if len(errs) > 0 {
+		t.Errorf("errors: %v", errs)
+	}
+	// Stop must return while a read is blocked on the device.
+	done := make(chan struct{})
+	go func() { f.Stop(); close(done) }()
+	select {
+	case <-done:
+		stopped = true
+	case <-time.After(10 * time.Second):
+		t.Fatal("Stop did not return while blocked reading /dev/kmsg")
+	}
+}
