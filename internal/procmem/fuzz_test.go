@@ -1,0 +1,42 @@
+package procmem
+
+import (
+	"path"
+	"strings"
+	"testing"
+)
+
+// Whatever /proc/<pid>/cgroup says, an accepted path stays below the mount.
+func FuzzCleanCgroupPath(f *testing.F) {
+	for _, s := range []string{"/", "/a/b", "/../x", "/a/../..", "a", "//a//", "/a/./../b", "/..a/b.."} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		rel, err := cleanCgroupPath(p)
+		if err != nil {
+			return
+		}
+		joined := path.Join("fs/cgroup/memory", rel)
+		if joined != "fs/cgroup/memory" && !strings.HasPrefix(joined, "fs/cgroup/memory/") {
+			t.Fatalf("%q → %q escapes the mount (%q)", p, rel, joined)
+		}
+		if strings.HasPrefix(rel, "/") {
+			t.Fatalf("%q → %q is absolute", p, rel)
+		}
+	})
+}
+
+// Parsers of cgroup files return a value or an error, never panic.
+func FuzzParseKeyedUint(f *testing.F) {
+	f.Add([]byte("oom_kill_disable 0\nunder_oom 0\noom_kill 3\n"))
+	f.Add([]byte("oom_kill"))
+	f.Add([]byte("oom_kill  \x00"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, found, err := parseKeyedUint(data, "oom_kill")
+		if !found && (v != 0 || err != nil) {
+			t.Fatalf("absent key gave %d, %v", v, err)
+		}
+		_, _ = parseV1Limit(data)
+		_, _ = parseV2Max(data)
+	})
+}
