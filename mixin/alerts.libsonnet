@@ -57,7 +57,7 @@
                 sum by(%(cluster)s, instance, pid) (increase(executor_jvm_gc_collections_total{%(sel)s}[%(window)s])) > 0
             ||| % { sel: sel, window: c.heapAfterGCWindow, threshold: c.heapAfterGCThreshold, cluster: c.clusterLabel }, ['pid']),
             'JVM heap nearly full after garbage collection.',
-            'The heap of %s has stayed above {{ $value | humanizePercentage }} of its maximum for %s although the garbage collector runs: the live data does not fit. Expect GC overhead, then java.lang.OutOfMemoryError (exit code 52).' % [jvm, c.heapAfterGCWindow],
+            'The heap of %s has not dropped below {{ $value | humanizePercentage }} of its maximum in %s although the garbage collector runs: the live data does not fit. Expect GC overhead, then java.lang.OutOfMemoryError (exit code 52).' % [jvm, c.heapAfterGCWindow],
           ),
           alert(
             'ExecutorJVMGCOverhead',

@@ -47,11 +47,11 @@
     'executor:jvm_native_memory:bytes': |||
       clamp_min(
         sum without(kind) (executor_process_resident_memory_bytes{%(sel)s, kind="jvm"})
-        - on(%(cluster)s, instance, pid)
-        sum by(%(cluster)s, instance, pid) (executor_jvm_memory_committed_bytes{%(sel)s, area=~"heap|nonheap"}),
+        -
+        sum without(area) (executor_jvm_memory_committed_bytes{%(sel)s, area=~"heap|nonheap"}),
         0
       )
-    ||| % { sel: sel, cluster: c.clusterLabel },
+    ||| % { sel: sel },
   },
 
   local recordOrder = [
