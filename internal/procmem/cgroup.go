@@ -6,7 +6,9 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/prometheus/procfs"
@@ -52,6 +54,9 @@ var (
 // ReadCgroupMemory finds the memory cgroup of pid from <procPath>/<pid>/cgroup
 // and reads its files under <sysfsPath>/fs/cgroup.
 //
+// The error wraps fs.ErrNotExist only when the process has exited; a cgroup
+// missing under sysfs for a live process is reported as a plain error.
+//
 // The path in /proc/<pid>/cgroup is relative to the reader's cgroup namespace
 // root. The exporter is assumed to run in the host cgroup namespace (a
 // systemd service, or a DaemonSet pod with hostPID whose /sys/fs/cgroup is the
@@ -90,7 +95,7 @@ func ReadCgroupMemory(procPath, sysfsPath string, pid int) (CgroupMemory, error)
 	}
 	dir, err := findCgroupDir(root, dirs, rel)
 	if err != nil {
-		return CgroupMemory{}, fmt.Errorf("pid %d: memory cgroup %q: %w", pid, truncate(cg.Path, 128), err)
+		return CgroupMemory{}, missingMeansGone(procPath, pid, fmt.Errorf("pid %d: memory cgroup %q: %w", pid, truncate(cg.Path, 128), err))
 	}
 	m := CgroupMemory{Path: cg.Path, Version: 1}
 	files := v1Files
@@ -104,9 +109,24 @@ func ReadCgroupMemory(procPath, sysfsPath string, pid int) (CgroupMemory, error)
 	}
 	defer cgDir.Close()
 	if err := readCgroupFiles(cgDir, files, &m); err != nil {
-		return CgroupMemory{}, fmt.Errorf("pid %d: memory cgroup %q: %w", pid, truncate(cg.Path, 128), err)
+		return CgroupMemory{}, missingMeansGone(procPath, pid, fmt.Errorf("pid %d: memory cgroup %q: %w", pid, truncate(cg.Path, 128), err))
 	}
 	return m, nil
+}
+
+// missingMeansGone keeps fs.ErrNotExist in err only when the process itself
+// has exited (its cgroup may go with it). A missing cgroup directory or file
+// while the process lives means a misconfiguration (not the host's sysfs or
+// cgroup namespace, no memory controller): callers that drop "gone" errors
+// quietly must still see it.
+func missingMeansGone(procPath string, pid int, err error) error {
+	if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if _, serr := os.Stat(filepath.Join(procPath, strconv.Itoa(pid))); errors.Is(serr, fs.ErrNotExist) {
+		return fmt.Errorf("pid %d exited: %w", pid, serr)
+	}
+	return errors.New(err.Error())
 }
 
 // memoryCgroup picks the line of /proc/<pid>/cgroup that governs memory and

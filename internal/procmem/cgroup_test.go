@@ -1,6 +1,8 @@
 package procmem
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -87,6 +89,30 @@ func TestReadCgroupMemoryFixtures(t *testing.T) {
 
 // A cgroup directory that is a symlink pointing outside sysfs must not be
 // read, even though the files it leads to are valid.
+// Callers drop fs.ErrNotExist as "the process is gone"; a missing cgroup
+// for a live process is a misconfiguration and must not look like that.
+func TestReadCgroupMemoryNotExistOnlyWhenGone(t *testing.T) {
+	for _, tc := range []struct {
+		tree     string
+		pid      int
+		wantGone bool
+	}{
+		{"cgroupv1", 99999, true}, // no such process
+		{"cgroupv1", 14, false},   // cgroup directory missing under sysfs
+		{"cgroupv2", 34, false},   // no memory controller files
+		{"cgroupv1", 13, false},   // ".." path
+	} {
+		dir := filepath.Join("testdata", tc.tree)
+		_, err := ReadCgroupMemory(filepath.Join(dir, "proc"), filepath.Join(dir, "sys"), tc.pid)
+		if err == nil {
+			t.Fatalf("%s pid %d: no error", tc.tree, tc.pid)
+		}
+		if gone := errors.Is(err, fs.ErrNotExist); gone != tc.wantGone {
+			t.Errorf("%s pid %d: errors.Is(ErrNotExist) = %v, want %v (%v)", tc.tree, tc.pid, gone, tc.wantGone, err)
+		}
+	}
+}
+
 func TestReadCgroupMemoryRefusesSymlinkOutOfSysfs(t *testing.T) {
 	base := t.TempDir()
 	outside := filepath.Join(base, "outside")
