@@ -35,6 +35,8 @@ func fixtureArgs(procfs string) []string {
 		"--path.procfs=" + filepath.Join(root, "collector", "testdata", "memory", procfs),
 		"--path.sysfs=" + filepath.Join(root, "test", "e2e", "testdata", "sys"),
 		"--path.rootfs=" + filepath.Join(root, "test", "e2e", "testdata", "sys"),
+		"--cloud.provider=none",
+		"--oom.kmsg-path=" + filepath.Join(root, "test", "e2e", "testdata", "kmsg-empty"),
 	}
 }
 
@@ -102,7 +104,7 @@ func TestMalformedProcfsCostsOnlyItsCollector(t *testing.T) {
 
 // TestLiveScrapeIsPromtoolClean scrapes this machine with default roots.
 func TestLiveScrapeIsPromtoolClean(t *testing.T) {
-	e := startExporter(t)
+	e := startExporter(t, "--cloud.provider=none")
 	text := e.scrapeText(t)
 	promtoolCheckMetrics(t, text)
 	families := parseMetrics(t, text)
@@ -135,7 +137,7 @@ func TestWebConfigTLSAndBasicAuth(t *testing.T) {
 
 	addr := freeAddr(t)
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-	started := startExporterTLS(t, client, addr, "--web.config.file="+configFile)
+	started := startExporterTLS(t, client, addr, "--web.config.file="+configFile, "--cloud.provider=none")
 
 	get := func(user, pass string) int {
 		req, _ := http.NewRequest(http.MethodGet, "https://"+started+"/metrics", nil)
