@@ -27,7 +27,7 @@ var (
 	cloudPollInterval = kingpin.Flag("cloud.interruption-poll-interval", "How often spot interruption / preemption notices are polled (AWS recommends 5s); 0 disables.").
 				Default("5s").Duration()
 	cloudKubernetesNodeName = kingpin.Flag("kubernetes.node-name", "Kubernetes node this exporter runs on; enables node-label lookup (set it from spec.nodeName with the downward API).").
-				Envar("NODE_NAME").String()
+				Envar("NODE_NAME").PlaceHolder("NAME").String()
 	cloudKubernetesNodeLabels = kingpin.Flag("kubernetes.node-labels", "Comma-separated node labels to export as executor_node_labels, * for all.").
 					Default("").String()
 	cloudKubernetesAPIURL = kingpin.Flag("kubernetes.api-url", "Kubernetes API server URL; empty means in-cluster (KUBERNETES_SERVICE_HOST/PORT, service-account token and CA).").

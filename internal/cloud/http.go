@@ -81,7 +81,8 @@ func do(ctx context.Context, client *http.Client, req *http.Request, limit int64
 	if err != nil {
 		return nil, nil, err
 	}
-	defer resp.Body.Close()
+	// A read-only body's Close error says nothing the read did not.
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		// Drain a little so the connection can be reused, but no more.
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))

@@ -290,7 +290,13 @@ func (r *Refresher) Refresh(ctx context.Context) error {
 	}
 	r.client = client
 	r.snap.Refreshed = true
-	r.snap.Instance = inst.clean()
+	if cleaned := inst.clean(); cleaned != r.snap.Instance {
+		// Once at start-up and whenever the facts change: what an
+		// operator checks first when the labels look wrong.
+		level.Info(r.logger).Log("msg", "Instance identified", "provider", cleaned.Provider, "source", cleaned.Source,
+			"instance_type", cleaned.InstanceType, "lifecycle", cleaned.Lifecycle, "zone", cleaned.Zone, "node", cleaned.Node)
+		r.snap.Instance = cleaned
+	}
 	r.snap.NodeLabels = labels
 	r.snap.RefreshSuccess = err == nil
 	if err == nil {

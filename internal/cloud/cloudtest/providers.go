@@ -55,7 +55,7 @@ func NewAWS(t testing.TB, opts AWSOptions) *Server {
 				tokens[token] = true
 				mu.Unlock()
 				w.Header().Set("X-aws-ec2-metadata-token-ttl-seconds", r.Header.Get("X-aws-ec2-metadata-token-ttl-seconds"))
-				fmt.Fprint(w, token)
+				_, _ = fmt.Fprint(w, token)
 			}
 			return false
 		}
@@ -98,7 +98,7 @@ func NewGCP(t testing.TB) *Server {
 		if r.Header.Get("Metadata-Flavor") != "Google" {
 			w.Header().Set("Content-Type", "text/html; charset=UTF-8")
 			w.WriteHeader(http.StatusForbidden)
-			fmt.Fprint(w, "Your client does not have permission to get URL from this server. Missing Metadata-Flavor:Google header.")
+			_, _ = fmt.Fprint(w, "Your client does not have permission to get URL from this server. Missing Metadata-Flavor:Google header.")
 			return false
 		}
 		return true
@@ -130,13 +130,13 @@ func NewAzure(t testing.TB) *Server {
 		if r.Header.Get("Metadata") != "true" {
 			w.Header().Set("Content-Type", "application/json; charset=utf-8")
 			w.WriteHeader(http.StatusBadRequest)
-			fmt.Fprint(w, `{"error":"Bad request. Required metadata header not specified"}`)
+			_, _ = fmt.Fprint(w, `{"error":"Bad request. Required metadata header not specified"}`)
 			return false
 		}
 		if r.URL.Query().Get("api-version") == "" {
 			w.Header().Set("Content-Type", "application/json; charset=utf-8")
 			w.WriteHeader(http.StatusBadRequest)
-			fmt.Fprint(w, `{"error":"Bad request. api-version was not specified in the request"}`)
+			_, _ = fmt.Fprint(w, `{"error":"Bad request. api-version was not specified in the request"}`)
 			return false
 		}
 		return true
@@ -155,7 +155,7 @@ func NewKubernetes(t testing.TB, token string, nodes map[string]string) *Server 
 		if token != "" && r.Header.Get("Authorization") != "Bearer "+token {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusUnauthorized)
-			fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401}`)
+			_, _ = fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401}`)
 			return false
 		}
 		return true
