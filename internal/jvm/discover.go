@@ -45,9 +45,9 @@ func FindCandidates(procPath string) ([]Candidate, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", procPath, err)
 	}
-	// A process in procfs's own pid namespace (that of its pid 1) has the
-	// same pid inside and out; others need their status file read.
-	procfsPIDNS, _ := os.Readlink(filepath.Join(procPath, "1", "ns", "pid"))
+	// A process in procfs's own pid namespace has the same pid inside and
+	// out; others need their status file read.
+	procfsPIDNS := procfsPIDNamespace(procPath)
 
 	groups := map[rootKey][]int{}
 	var order []rootKey
@@ -99,6 +99,27 @@ func FindCandidates(procPath string) ([]Candidate, error) {
 		return found[i].Dir < found[j].Dir
 	})
 	return found, nil
+}
+
+// procfsPIDNamespace returns the pid namespace procPath shows pids of, or
+// "" when it cannot tell. Its pid 1 lives there, but may not be
+// inspectable (a non-dumpable init); the exporter itself lives there when
+// its NSpid has a single entry.
+func procfsPIDNamespace(procPath string) string {
+	if ns, err := os.Readlink(filepath.Join(procPath, "1", "ns", "pid")); err == nil {
+		return ns
+	}
+	status, err := readCapped(filepath.Join(procPath, "self", "status"), 64<<10)
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "NSpid:"); ok && len(strings.Fields(rest)) == 1 {
+			ns, _ := os.Readlink(filepath.Join(procPath, "self", "ns", "pid"))
+			return ns
+		}
+	}
+	return ""
 }
 
 // processRoot returns the key of the process's view of the file system.

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -32,13 +31,12 @@ const (
 	maxCmdlineBytes = 1 << 20   // Spark classpaths run to hundreds of KiB
 	maxEnvironBytes = 256 << 10 // the Spark variables are set by the launcher, early in the block
 	// startSlack absorbs clock granularity and small wall-clock steps when
-	// comparing the process start (10 ms ticks since boot) with the JVM's
-	// creation time (wall-clock ms). A JVM is created after its process
+	// comparing the process start (whole-second boot time + 10 ms ticks)
+	// with the JVM's creation time (wall-clock ms). A JVM is created after its process
 	// starts, so only a file older than the process is stale; the slack
 	// means a pid reused within it goes unnoticed, which pid allocation
 	// (cycling through pid_max) makes rare.
 	startSlack = 2 * time.Second
-	userHZ     = 100 // /proc/<pid>/stat start time ticks (USER_HZ)
 	// logEvery bounds how often one JVM's failure is logged: a broken JVM
 	// must not write a line every few seconds.
 	logEvery = 10 * time.Minute
@@ -230,10 +228,6 @@ func (t *Tracker) scan() (View, error) {
 	if err != nil {
 		return View{}, err
 	}
-	boot, err := bootTime(t.cfg.ProcFS, now)
-	if err != nil {
-		return View{}, err
-	}
 
 	// JVMs already tracked keep their place when the cap bites, so series
 	// do not flap between JVMs from one scrape to the next.
@@ -256,7 +250,7 @@ func (t *Tracker) scan() (View, error) {
 			read[c.PID] = true
 			continue
 		}
-		j, reason, err := t.readJVM(c, table, boot, now)
+		j, reason, err := t.readJVM(c, table, now)
 		if err != nil {
 			if reason != "" {
 				t.countError(reason)
@@ -288,7 +282,7 @@ func (t *Tracker) scan() (View, error) {
 
 // readJVM reads one candidate. A failure returns the reason to count, or
 // an empty reason when the process simply exited or is not a JVM we own.
-func (t *Tracker) readJVM(c Candidate, table *procmem.ProcessTable, boot, now time.Time) (JVM, string, error) {
+func (t *Tracker) readJVM(c Candidate, table *procmem.ProcessTable, now time.Time) (JVM, string, error) {
 	proc, ok := table.Process(c.PID)
 	if !ok {
 		return JVM{}, "", errors.New("gone")
@@ -313,13 +307,11 @@ func (t *Tracker) readJVM(c Candidate, table *procmem.ProcessTable, boot, now ti
 	if err != nil {
 		return JVM{}, ReasonCorrupt, err
 	}
-	procStat, err := status.Stat()
-	if err != nil {
-		return JVM{}, classify(err), err
-	}
-	started := boot.Add(time.Duration(procStat.Starttime) * time.Second / userHZ)
-	if stats.StartTime.IsZero() || stats.StartTime.Before(started.Add(-startSlack)) {
-		return JVM{}, ReasonStale, fmt.Errorf("hsperfdata of a JVM created at %v, the process started at %v", stats.StartTime, started)
+	// The table's start time rests on /proc/stat's btime, which is whole
+	// seconds and rounded down: it is up to 1s early, never late, so a live
+	// JVM is never taken for stale, and a file 3s older than its process is.
+	if stats.StartTime.IsZero() || stats.StartTime.Before(proc.StartTime.Add(-startSlack)) {
+		return JVM{}, ReasonStale, fmt.Errorf("hsperfdata of a JVM created at %v, the process started at %v", stats.StartTime, proc.StartTime)
 	}
 
 	id := t.identity(c.PID, proc.StartTime)
@@ -380,34 +372,6 @@ func (t *Tracker) identity(pid int, start time.Time) identityEntry {
 	}
 	t.identities[pid] = e
 	return e
-}
-
-// bootTime is when the machine booted, from /proc/uptime (10 ms precision;
-// /proc/stat's btime is whole seconds, too coarse to tell a pid reused a
-// second later).
-func bootTime(procPath string, now time.Time) (time.Time, error) {
-	b, err := readCapped(filepath.Join(procPath, "uptime"), 4096)
-	if err != nil {
-		return time.Time{}, err
-	}
-	up, err := parseUptime(b)
-	if err != nil {
-		return time.Time{}, err
-	}
-	return now.Add(-up), nil
-}
-
-// parseUptime reads the first field of /proc/uptime, seconds since boot.
-func parseUptime(b []byte) (time.Duration, error) {
-	fields := strings.Fields(string(b))
-	if len(fields) == 0 {
-		return 0, errors.New("empty /proc/uptime")
-	}
-	secs, err := strconv.ParseFloat(fields[0], 64)
-	if err != nil || secs < 0 {
-		return 0, fmt.Errorf("bad /proc/uptime %q", fields[0])
-	}
-	return time.Duration(secs * float64(time.Second)), nil
 }
 
 func classify(err error) string {

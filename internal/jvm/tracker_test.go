@@ -142,7 +142,7 @@ func TestTrackerBadHsperfdata(t *testing.T) {
 	tr := newLiveTracker(t, log.NewLogfmtLogger(log.NewSyncWriter(&logs)))
 	// Let the clock move past the JVM's creation plus the tracker's slack,
 	// so the copy planted for a newer process is recognisably older.
-	time.Sleep(startSlack + time.Second)
+	time.Sleep(startSlack + 2*time.Second) // + the up to 1s btime rounding
 	want := map[string]uint64{}
 	pids := map[int]string{}
 	for _, c := range cases {
