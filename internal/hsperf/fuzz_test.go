@@ -1,0 +1,65 @@
+package hsperf
+
+import (
+	"encoding/binary"
+	"testing"
+)
+
+// FuzzParse feeds arbitrary bytes to Parse and, when they parse, to the
+// lookups and Stats: none may panic, and what Parse accepts must be
+// self-consistent. Seeds: the real fixtures, a big-endian re-encoding, and
+// testdata/fuzz/FuzzParse.
+//
+//	go test -fuzz=FuzzParse ./internal/hsperf
+func FuzzParse(f *testing.F) {
+	for _, fx := range fixtures {
+		f.Add(readFixture(f, fx.name))
+	}
+	g1 := mustParse(f, readFixture(f, "g1"))
+	f.Add(encode(binary.BigEndian, toTestEntries(g1.Entries)))
+	f.Add(encode(binary.LittleEndian, []testEntry{
+		{name: "sun.os.hrt.frequency", typ: TypeLong, long: 1e9},
+		{name: "sun.gc.generation.0.space.0.used", typ: TypeLong, long: 1},
+		{name: "sun.gc.collector.0.name", typ: TypeByte, bytes: "x"},
+	}))
+
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, err := Parse(b)
+		if err != nil {
+			if s != nil {
+				t.Fatalf("snapshot with error %v", err)
+			}
+			return
+		}
+		if uint64(s.Used) > uint64(len(b)) {
+			t.Fatalf("used %d beyond %d bytes", s.Used, len(b))
+		}
+		if len(s.Entries)*minEntrySize > len(b) {
+			t.Fatalf("%d entries from %d bytes", len(s.Entries), len(b))
+		}
+		for _, e := range s.Entries {
+			if e.Name == "" {
+				t.Fatal("entry with an empty name")
+			}
+			if got, ok := s.Lookup(e.Name); !ok || got.Name != e.Name {
+				t.Fatalf("Lookup(%q) = %+v, %v", e.Name, got, ok)
+			}
+		}
+		st, err := s.Stats()
+		if err != nil {
+			return
+		}
+		// Hostile counters may say anything (used above max...); only the
+		// sums must hold.
+		var used, committed uint64
+		for _, p := range st.Pools {
+			if p.Area == AreaHeap {
+				used += p.Used
+				committed += p.Committed
+			}
+		}
+		if used != st.HeapUsed || committed != st.HeapCommitted {
+			t.Fatalf("heap pools sum to %d/%d, totals %d/%d", used, committed, st.HeapUsed, st.HeapCommitted)
+		}
+	})
+}
