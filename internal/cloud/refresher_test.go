@@ -277,3 +277,19 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func TestCloudRefreshesEveryInterval(t *testing.T) {
+	aws := cloudtest.NewAWS(t, cloudtest.AWSOptions{})
+	aws.Fail(cloudtest.AWSInstanceTypePath, http.StatusInternalServerError)
+	cfg := testConfig(writeDMI(t, map[string]string{"sys_vendor": "Amazon EC2"}), aws.URL)
+	cfg.RefreshInterval = 20 * time.Millisecond
+	r := newTestRefresher(t, cfg)
+	r.Start()
+	// A failed first refresh is retried, not left for an hour …
+	waitUntil(t, "a failed refresh", func() bool { s := r.Snapshot(); return s.Refreshed && !s.RefreshSuccess })
+	aws.Set(cloudtest.AWSInstanceTypePath, "c7g.large")
+	waitUntil(t, "the retry to succeed", func() bool { s := r.Snapshot(); return s.RefreshSuccess && s.Instance.InstanceType == "c7g.large" })
+	// … and facts that change are picked up by the next refresh.
+	aws.Set(cloudtest.AWSInstanceTypePath, "c7g.xlarge")
+	waitUntil(t, "the new instance type", func() bool { return r.Snapshot().Instance.InstanceType == "c7g.xlarge" })
+}
