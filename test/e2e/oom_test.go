@@ -1,0 +1,371 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/executor-exporter/executor_exporter/internal/testjvm"
+)
+
+// memoryCgroup is a memory cgroup a test made, v1 or v2.
+type memoryCgroup struct {
+	Dir     string
+	Version int
+}
+
+// Procs is the file a process joins the cgroup by.
+func (c memoryCgroup) Procs() string { return filepath.Join(c.Dir, "cgroup.procs") }
+
+// OOMKills reads the cgroup's own count of OOM kills: oom_kill in
+// memory.oom_control (v1) or memory.events (v2).
+func (c memoryCgroup) OOMKills(t *testing.T) uint64 {
+	t.Helper()
+	file := "memory.events"
+	if c.Version == 1 {
+		file = "memory.oom_control"
+	}
+	data, err := os.ReadFile(filepath.Join(c.Dir, file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "oom_kill "); ok {
+			n, err := strconv.ParseUint(v, 10, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no oom_kill line in %s:\n%s", file, data)
+	return 0
+}
+
+// makeMemoryCgroup creates a memory cgroup limited to limit bytes, without
+// swap, in whichever hierarchy the machine has, and removes it when the
+// test ends — after killing whatever is still in it.
+func makeMemoryCgroup(t *testing.T, name string, limit uint64) memoryCgroup {
+	t.Helper()
+	var cg memoryCgroup
+	switch {
+	case fileExists("/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+		cg = memoryCgroup{Dir: "/sys/fs/cgroup/memory/" + name, Version: 1}
+	case strings.Contains(readString("/sys/fs/cgroup/cgroup.subtree_control"), "memory"):
+		cg = memoryCgroup{Dir: "/sys/fs/cgroup/" + name, Version: 2}
+	default:
+		if os.Getenv("CI") != "" {
+			t.Fatal("no memory cgroup controller (v1 at /sys/fs/cgroup/memory or v2 in /sys/fs/cgroup/cgroup.subtree_control)")
+		}
+		t.Skip("no memory cgroup controller to make a container with")
+	}
+	if err := os.Mkdir(cg.Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Registered before any process joins, so it runs after testjvm's own
+	// cleanups have killed the JVMs.
+	t.Cleanup(func() {
+		for i := 0; i < 100; i++ {
+			for _, pid := range strings.Fields(readString(cg.Procs())) {
+				if n, err := strconv.Atoi(pid); err == nil {
+					_ = syscall.Kill(n, syscall.SIGKILL)
+				}
+			}
+			if err := syscall.Rmdir(cg.Dir); err == nil || errors.Is(err, os.ErrNotExist) {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Errorf("could not remove cgroup %s", cg.Dir)
+	})
+	limitFiles := map[int][][2]string{
+		1: {{"memory.limit_in_bytes", strconv.FormatUint(limit, 10)}, {"memory.swappiness", "0"}},
+		2: {{"memory.max", strconv.FormatUint(limit, 10)}, {"memory.swap.max", "0"}},
+	}
+	for _, kv := range limitFiles[cg.Version] {
+		if err := os.WriteFile(filepath.Join(cg.Dir, kv[0]), []byte(kv[1]), 0o644); err != nil && !(kv[0] == "memory.swap.max" && errors.Is(err, os.ErrNotExist)) {
+			t.Fatalf("%s: %v", kv[0], err)
+		}
+	}
+	return cg
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+func readString(p string) string {
+	b, _ := os.ReadFile(p)
+	return string(b)
+}
+
+// requireKmsg stops the test when the kernel log cannot be read.
+func requireKmsg(t *testing.T) {
+	t.Helper()
+	f, err := os.Open("/dev/kmsg")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("/dev/kmsg: %v", err)
+		}
+		t.Skipf("/dev/kmsg unreadable: %v", err)
+	}
+	f.Close()
+}
+
+// oomCase is one real kernel OOM kill of the stand-in executor.
+type oomCase struct {
+	name       string
+	jvmArgs    []string
+	workerArgs []string
+}
+
+type oomResult struct {
+	exporter        *exporter
+	executor        *testjvm.JVM
+	sentinel        *testjvm.JVM
+	cgroup          memoryCgroup
+	nodeKillsBefore float64
+}
+
+const oomCgroupLimit = 256 << 20
+
+// runOOMCase starts the exporter, a small sentinel JVM and the stand-in
+// executor in a 256 MiB memory cgroup, and waits until the kernel kills
+// the executor. The sentinel (the executor has oom_score_adj 1000, so the
+// sentinel is not the victim) keeps the cgroup in the JVM collector's view
+// after the kill.
+func runOOMCase(t *testing.T, tc oomCase, exporterArgs ...string) oomResult {
+	t.Helper()
+	requireRoot(t)
+	requireKmsg(t)
+	testjvm.RequireJava(t)
+	cg := makeMemoryCgroup(t, fmt.Sprintf("executor-exporter-e2e-oom-%s-%d", tc.name, os.Getpid()), oomCgroupLimit)
+
+	e := startExporter(t, append([]string{"--jvm.sample-interval=500ms", "--cloud.provider=none"}, exporterArgs...)...)
+	sentinel := testjvm.Start(t, testjvm.Options{
+		MainClass: testjvm.IdleClass,
+		JVMArgs:   []string{"-Xmx16m", "-XX:+UseSerialGC", "-Xss256k"},
+		Cgroup:    cg.Procs(),
+	})
+	jvmSample(t, e, sentinel.PID, "executor_container_oom_kills_total", nil)
+	before, ok := findSample(e.scrape(t), "executor_node_oom_kills_total", nil)
+	if !ok {
+		t.Fatal("no executor_node_oom_kills_total before the kill")
+	}
+
+	executor := testjvm.Start(t, testjvm.Options{
+		Cgroup: cg.Procs(),
+		// Raising one's own score needs no privilege (lowering the
+		// sentinel's would need CAP_SYS_RESOURCE): the executor is the
+		// victim, whatever the sentinel holds.
+		Prelude: "echo 1000 > /proc/self/oom_score_adj && ",
+		JVMArgs: tc.jvmArgs,
+		Args: append([]string{"--executor-id", "3", "--app-id", "app-oom-test", "--exit-after-s", "120",
+			"--step-mb", "4", "--step-ms", "100"}, tc.workerArgs...),
+	})
+	started := time.Now()
+	select {
+	case <-executor.Done():
+	case <-time.After(90 * time.Second):
+		t.Fatal("the executor was not OOM-killed within 90 s")
+	}
+	var exit *exec.ExitError
+	if !errors.As(executor.Err(), &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("the executor ended with %v, want killed by SIGKILL", executor.Err())
+	}
+	t.Logf("the kernel killed the executor %.1fs after it started allocating", time.Since(started).Seconds())
+	if n := cg.OOMKills(t); n < 1 {
+		t.Fatalf("the cgroup counts %d OOM kills; the executor died of something else", n)
+	}
+	return oomResult{exporter: e, executor: executor, sentinel: sentinel, cgroup: cg, nodeKillsBefore: before}
+}
+
+// checkCounters checks what the other collectors report of the same kill.
+func (r oomResult) checkCounters(t *testing.T) {
+	t.Helper()
+	families := r.exporter.scrape(t)
+	if after, _ := findSample(families, "executor_node_oom_kills_total", nil); after < r.nodeKillsBefore+1 {
+		t.Errorf("executor_node_oom_kills_total went from %v to %v, want +1 at least", r.nodeKillsBefore, after)
+	}
+	waitFor(t, 30*time.Second, "executor_container_oom_kills_total of the sentinel's cgroup to count the kill", func() bool {
+		v, ok := findSample(r.exporter.scrape(t), "executor_container_oom_kills_total", map[string]string{"pid": strconv.Itoa(r.sentinel.PID)})
+		return ok && v >= 1
+	})
+	logs := r.exporter.Logs()
+	for _, line := range strings.Split(logs, "\n") {
+		if strings.Contains(line, "OOM kill") {
+			t.Logf("exporter: %s", line)
+		}
+	}
+	if !strings.Contains(logs, "OOM kill: Spark executor 3 of app-oom-test (pid "+strconv.Itoa(r.executor.PID)+")") {
+		t.Errorf("no kill line naming the executor in the exporter's log:\n%s", logs)
+	}
+}
+
+func killLabels(r oomResult, cause string) map[string]string {
+	return map[string]string{
+		"pid": strconv.Itoa(r.executor.PID), "role": "executor", "executor_id": "3", "app_id": "app-oom-test",
+		"constraint": "CONSTRAINT_MEMCG", "cause": cause, "task": "java",
+	}
+}
+
+// TestOOMKillNative: direct buffers fill a 256 MiB container while the
+// 64 MiB heap has room; the kernel kills the executor; a real Prometheus
+// scraping the exporter sees increase() > 0 on the first kill, and the
+// verdict is native.
+func TestOOMKillNative(t *testing.T) {
+	requireRoot(t)
+	prom := startPrometheus(t)
+	r := runOOMCase(t, oomCase{
+		name:       "native",
+		jvmArgs:    []string{"-Xmx64m", "-XX:MaxDirectMemorySize=1g"},
+		workerArgs: []string{"--direct-mb", "400"},
+	})
+	prom.scrape(t, r.exporter.Addr)
+
+	// Only Prometheus scrapes the exporter until the alert expression
+	// holds: the test's own scrapes would take the series' first, zero,
+	// reading away from it.
+	query := `increase(executor_oom_kills_total{executor_id="3",app_id="app-oom-test",cause="native"}[1m]) > 0`
+	killed := time.Now()
+	waitFor(t, 60*time.Second, "Prometheus: "+query, func() bool { return len(prom.query(t, query)) > 0 })
+	t.Logf("%s held %.1fs after the kill", query, time.Since(killed).Seconds())
+	first := prom.query(t, `executor_oom_kills_total{executor_id="3",app_id="app-oom-test"}[5m]`)
+	if len(first) != 1 || len(first[0].Values) < 2 || first[0].Values[0][1] != "0" {
+		t.Errorf("in Prometheus the victim's series should start at 0 and then count: %+v", first)
+	}
+
+	families := r.exporter.scrape(t)
+	if v, ok := findSample(families, "executor_oom_kills_total", killLabels(r, "native")); !ok || v != 1 {
+		t.Errorf("executor_oom_kills_total%v = %v, %v; want 1\n%s", killLabels(r, "native"), v, ok, r.exporter.scrapeText(t))
+	}
+	r.checkCounters(t)
+	promtoolCheckMetrics(t, r.exporter.scrapeText(t))
+}
+
+// TestOOMKillHeap: -Xmx1g in a 256 MiB container, the heap grows until the
+// kernel kills the executor; the verdict is heap.
+func TestOOMKillHeap(t *testing.T) {
+	r := runOOMCase(t, oomCase{
+		name:       "heap",
+		jvmArgs:    []string{"-Xmx1g", "-XX:-AlwaysPreTouch"},
+		workerArgs: []string{"--heap-mb", "600"},
+	})
+	labels := killLabels(r, "heap")
+	waitFor(t, 30*time.Second, fmt.Sprintf("executor_oom_kills_total%v = 1", labels), func() bool {
+		v, ok := findSample(r.exporter.scrape(t), "executor_oom_kills_total", labels)
+		return ok && v == 1
+	})
+	r.checkCounters(t)
+}
+
+// promServer is a real Prometheus server on loopback.
+type promServer struct {
+	addr, dir string
+	cmd       *exec.Cmd
+	logs      *bytes.Buffer
+}
+
+func startPrometheus(t *testing.T) *promServer {
+	t.Helper()
+	bin := requireTool(t, "prometheus")
+	p := &promServer{addr: freeAddr(t), dir: t.TempDir(), logs: &bytes.Buffer{}}
+	p.writeConfig(t, "")
+	p.cmd = exec.Command(bin,
+		"--config.file="+filepath.Join(p.dir, "prometheus.yml"),
+		"--storage.tsdb.path="+filepath.Join(p.dir, "data"),
+		"--web.listen-address="+p.addr,
+		"--web.enable-lifecycle",
+	)
+	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		_ = p.cmd.Wait()
+		if t.Failed() {
+			t.Logf("prometheus log:\n%s", p.logs)
+		}
+	})
+	waitFor(t, 30*time.Second, "prometheus to be ready", func() bool {
+		resp, err := http.Get("http://" + p.addr + "/-/ready")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return p
+}
+
+func (p *promServer) writeConfig(t *testing.T, target string) {
+	t.Helper()
+	cfg := "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs: []\n"
+	if target != "" {
+		cfg = "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n" +
+			"  - job_name: executor\n    static_configs:\n      - targets: ['" + target + "']\n"
+	}
+	if err := os.WriteFile(filepath.Join(p.dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// scrape points Prometheus at the exporter (the exporter's port is known
+// only once it runs) and waits for the target to be up.
+func (p *promServer) scrape(t *testing.T, target string) {
+	t.Helper()
+	p.writeConfig(t, target)
+	resp, err := http.Post("http://"+p.addr+"/-/reload", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("prometheus reload: %s", resp.Status)
+	}
+	waitFor(t, 30*time.Second, "prometheus to scrape the exporter", func() bool {
+		return len(p.query(t, `up{job="executor"} == 1`)) > 0
+	})
+}
+
+type promSeries struct {
+	Metric map[string]string `json:"metric"`
+	Value  [2]interface{}    `json:"value"`
+	Values [][2]interface{}  `json:"values"`
+}
+
+// query runs an instant query and returns its series.
+func (p *promServer) query(t *testing.T, q string) []promSeries {
+	t.Helper()
+	resp, err := http.Get("http://" + p.addr + "/api/v1/query?query=" + url.QueryEscape(q))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var out struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
+			Result []promSeries `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &out); err != nil || out.Status != "success" {
+		t.Fatalf("query %s: %v %s: %s", q, err, out.Error, body)
+	}
+	return out.Data.Result
+}
