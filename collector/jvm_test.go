@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-kit/log"
 	"github.com/prometheus/client_golang/prometheus"
@@ -351,5 +352,73 @@ func BenchmarkJstatGC(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		jstatGC(b, jvms[0].PID)
+	}
+}
+
+func TestLabelValue(t *testing.T) {
+	long := strings.Repeat("a", 200)
+	runes := strings.Repeat("é", 100) // 2 bytes each: the cut must not split one
+	tests := []struct{ in, want string }{
+		{"", ""},
+		{"app-20261122-0001", "app-20261122-0001"},
+		{long, long[:maxLabelBytes]},
+		{runes, strings.Repeat("é", maxLabelBytes/2)},
+		{"a" + runes, "a" + strings.Repeat("é", (maxLabelBytes-1)/2)},
+		{"bad\xff\xfeutf8", "bad\uFFFDutf8"},
+	}
+	for _, tt := range tests {
+		got := labelValue(tt.in)
+		if got != tt.want {
+			t.Errorf("labelValue(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+		if len(got) > maxLabelBytes || !utf8.ValidString(got) {
+			t.Errorf("labelValue(%q) = %q: %d bytes, valid UTF-8 %v", tt.in, got, len(got), utf8.ValidString(got))
+		}
+	}
+}
+
+// TestJVMCollectorConcurrentScrapes runs scrapes in parallel against one
+// tracker with a real JVM, as --web.max-requests allows; -race checks the
+// tracker's sharing of scans.
+func TestJVMCollectorConcurrentScrapes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real JVM")
+	}
+	j := testjvm.Start(t, testjvm.Options{JVMArgs: []string{"-Xmx32m"}, Args: []string{"--executor-id", "1", "--app-id", "app-conc", "--churn", "--exit-after-s", "300"}})
+	tracker, reg := newLiveJVMCollector(t)
+	errs := make(chan error, 8)
+	for w := 0; w < 8; w++ {
+		go func() {
+			for i := 0; i < 5; i++ {
+				families, err := reg.Gather()
+				if err != nil {
+					errs <- err
+					return
+				}
+				found := false
+				for _, mf := range families {
+					if mf.GetName() == "executor_jvm_info" {
+						for _, m := range mf.GetMetric() {
+							for _, lp := range m.GetLabel() {
+								found = found || (lp.GetName() == "pid" && lp.GetValue() == strconv.Itoa(j.PID))
+							}
+						}
+					}
+				}
+				if !found {
+					errs <- fmt.Errorf("JVM %d missing from a concurrent scrape", j.PID)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for w := 0; w < 8; w++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if s, ok := tracker.LastSample(j.PID); !ok || s.ExecutorID != "1" || s.AppID != "app-conc" {
+		t.Errorf("LastSample(%d) = %+v, %v", j.PID, s, ok)
 	}
 }

@@ -86,8 +86,12 @@ func plantHsperf(t testing.TB, uid, pid int, data []byte) string {
 		t.Fatal(err)
 	}
 	dir := "/tmp/hsperfdata_" + u.Username
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
+	if _, err := os.Stat(dir); os.IsNotExist(err) {
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		// Runs after the file's removal below (cleanups run last first).
+		t.Cleanup(func() { os.Remove(dir) })
 	}
 	path := filepath.Join(dir, strconv.Itoa(pid))
 	if err := os.WriteFile(path, data, 0o644); err != nil {
@@ -404,5 +408,58 @@ func copyFile(t testing.TB, from, to string) {
 	}
 	if err := dst.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestTrackerBackground: started, the tracker samples on its own, so an
+// OOM kill between scrapes still finds a recent sample; Stop ends it.
+func TestTrackerBackground(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real JVM")
+	}
+	j := testjvm.Start(t, testjvm.Options{JVMArgs: []string{"-Xmx32m"}, Args: []string{"--executor-id", "4", "--app-id", "app-bg", "--heap-mb", "4", "--exit-after-s", "300"}})
+	tr, err := NewTracker(Config{ProcFS: "/proc", SysFS: "/sys", Interval: 100 * time.Millisecond, Retention: time.Minute, MaxProcesses: 1000}, log.NewNopLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.Start()
+	tr.Start() // idempotent
+	deadline := time.Now().Add(20 * time.Second)
+	var first Sample
+	for {
+		if s, ok := tr.LastSample(j.PID); ok {
+			if first.Time.IsZero() {
+				first = s
+			} else if s.Time.After(first.Time) {
+				break // sampled at least twice without a Refresh call
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no background samples of JVM %d (first: %+v)", j.PID, first)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if first.Role != RoleExecutor || first.ExecutorID != "4" || first.NSPID != j.NSPID || first.HeapCommitted == 0 {
+		t.Errorf("sample = %+v", first)
+	}
+	tr.Stop()
+	tr.Stop() // idempotent
+	stopped, _ := tr.LastSample(j.PID)
+	time.Sleep(300 * time.Millisecond)
+	if after, _ := tr.LastSample(j.PID); after.Time != stopped.Time {
+		t.Errorf("sampling went on after Stop: %v then %v", stopped.Time, after.Time)
+	}
+
+	var never *Tracker
+	if _, ok := never.LastSample(1); ok {
+		t.Error("a nil tracker knows a JVM")
+	}
+	idle, err := NewTracker(Config{ProcFS: "/proc", MaxProcesses: 1}, log.NewNopLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	idle.Stop() // never started: must not hang
+	if _, err := NewTracker(Config{ProcFS: "/proc"}, log.NewNopLogger()); err == nil {
+		t.Error("a tracker with no room for JVMs was built")
 	}
 }
