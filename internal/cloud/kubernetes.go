@@ -39,6 +39,10 @@ type KubernetesConfig struct {
 	LabelAllowlist []string
 }
 
+// errNotInCluster: a node name but no API server to ask. CI agents (Jenkins
+// sets NODE_NAME) get here as well as misconfigured pods.
+var errNotInCluster = errors.New("not in a cluster (KUBERNETES_SERVICE_HOST/PORT unset) and no --kubernetes.api-url")
+
 // kubeNode is the part of a Node used here.
 type kubeNode struct {
 	Name       string
@@ -57,7 +61,7 @@ func newKubeClient(cfg KubernetesConfig, timeout time.Duration) (*kubeClient, er
 	if base == "" {
 		host, port := os.Getenv("KUBERNETES_SERVICE_HOST"), os.Getenv("KUBERNETES_SERVICE_PORT")
 		if host == "" || port == "" {
-			return nil, errors.New("not in a cluster (KUBERNETES_SERVICE_HOST/PORT unset) and no --kubernetes.api-url")
+			return nil, errNotInCluster
 		}
 		base = "https://" + net.JoinHostPort(host, port)
 	}

@@ -62,6 +62,8 @@ type Refresher struct {
 	cfg    Config
 	logger log.Logger
 	kube   *kubeClient
+	// nodeName labels the info metric even when the Node cannot be read.
+	nodeName string
 	// clients are built once; which one is asked is decided per refresh.
 	clients map[string]metadataClient
 
@@ -111,13 +113,19 @@ func NewRefresher(cfg Config, logger log.Logger) (*Refresher, error) {
 			ProviderGCP:   newGCPClient(cfg.GCPMetadataURL, httpClient),
 			ProviderAzure: newAzureClient(cfg.AzureMetadataURL, httpClient),
 		},
-		notices: map[string]Notice{},
+		notices:  map[string]Notice{},
+		nodeName: cfg.Kubernetes.NodeName,
 	}
 	if cfg.Kubernetes.NodeName != "" {
 		kube, err := newKubeClient(cfg.Kubernetes, cfg.Timeout)
-		if err != nil {
-			// Not fatal: the refresh reports it (refresh_success 0) and the
-			// node name alone still labels the info metric.
+		switch {
+		case errors.Is(err, errNotInCluster):
+			// A NODE_NAME outside Kubernetes: say so once and do not
+			// count it as a failed refresh for the life of the process.
+			level.Warn(logger).Log("msg", "Kubernetes node name given but no API server; node labels off", "node", cfg.Kubernetes.NodeName, "err", err)
+			r.cfg.Kubernetes.NodeName = ""
+		case err != nil:
+			// Not fatal: every refresh reports it (refresh_success 0).
 			level.Warn(logger).Log("msg", "Kubernetes node labels unavailable", "err", err)
 		}
 		r.kube = kube
@@ -274,7 +282,7 @@ func (r *Refresher) Refresh(ctx context.Context) error {
 		}
 	}
 	if inst.Node == "" {
-		inst.Node = r.cfg.Kubernetes.NodeName
+		inst.Node = r.nodeName
 	}
 	var labels map[string]string
 	if node != nil && len(r.cfg.Kubernetes.LabelAllowlist) > 0 {

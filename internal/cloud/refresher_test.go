@@ -293,3 +293,18 @@ func TestCloudRefreshesEveryInterval(t *testing.T) {
 	aws.Set(cloudtest.AWSInstanceTypePath, "c7g.xlarge")
 	waitUntil(t, "the new instance type", func() bool { return r.Snapshot().Instance.InstanceType == "c7g.xlarge" })
 }
+
+func TestCloudNodeNameOutsideKubernetes(t *testing.T) {
+	// CI agents set NODE_NAME too: outside a cluster that must not fail
+	// every refresh.
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	cfg := testConfig(writeDMI(t, notCloudDMI), "http://127.0.0.1:1")
+	cfg.Kubernetes = KubernetesConfig{NodeName: "jenkins-agent-3"}
+	r := newTestRefresher(t, cfg)
+	if err := r.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Snapshot().Instance; got.Node != "jenkins-agent-3" || got.Source != SourceNone {
+		t.Fatalf("got %+v", got)
+	}
+}
