@@ -45,9 +45,12 @@ var fullHeapExecutor = testjvm.Options{
 // TestAlertsEndToEnd runs the real chain: the built exporter reading a real
 // JVM, Prometheus scraping it every second with the mixin's rules (rendered
 // with short `for`s), Alertmanager routing to a webhook. The heap alert
-// must arrive at the webhook with the executor's identity, the exporter-down
-// alert for a target that does not answer, and the collector-failing alert
-// for an exporter reading a malformed /proc/meminfo.
+// must arrive at the webhook with the executor's identity and the machine's
+// instance type (joined from executor_instance_info, from a stub AWS
+// metadata service that also announces a spot interruption), the
+// interruption alert, the exporter-down alert for a target that does not
+// answer, and the collector-failing alert for an exporter reading a
+// malformed /proc/meminfo.
 func TestAlertsEndToEnd(t *testing.T) {
 	hook := newMixinWebhook(t)
 	am := mixinAlertmanager(t, hook.URL)
@@ -59,8 +62,9 @@ func TestAlertsEndToEnd(t *testing.T) {
 	heap := hook.waitFor(t, 3*time.Minute, "ExecutorJVMHeapNearlyFull", map[string]string{
 		"app_id": "app-alert-test", "executor_id": "1", "role": "executor",
 		"pid": fmt.Sprint(st.JVM.PID), "instance": st.Exporter.Addr, "severity": "warning",
+		"instance_type": "r5.xlarge", "lifecycle": "spot",
 	})
-	for _, want := range []string{"app-alert-test", "executor 1", st.Exporter.Addr} {
+	for _, want := range []string{"app-alert-test", "executor 1", st.Exporter.Addr, "(r5.xlarge, spot)"} {
 		if !strings.Contains(heap.Annotations["description"], want) {
 			t.Errorf("description %q does not name %q", heap.Annotations["description"], want)
 		}
@@ -69,11 +73,19 @@ func TestAlertsEndToEnd(t *testing.T) {
 		t.Errorf("runbook_url = %q", heap.Annotations["runbook_url"])
 	}
 
+	hook.waitFor(t, time.Minute, "ExecutorInstanceInterruptionPending", map[string]string{
+		"instance": st.Exporter.Addr, "event": "spot_interruption", "severity": "critical",
+		"instance_type": "r5.xlarge", "lifecycle": "spot",
+	})
 	hook.waitFor(t, time.Minute, "ExecutorExporterDown", map[string]string{"instance": dead})
 	hook.waitFor(t, time.Minute, "ExecutorCollectorFailing", map[string]string{"instance": broken.Addr, "collector": "memory"})
 
-	// The executor's container (256 MiB) is far from its limit, and nothing
-	// was killed: those alerts must not be active for it.
+	// The executor's container (256 MiB) is far from its limit, nothing was
+	// killed, the rebalance recommendation is not announced: those alerts
+	// must not be active.
+	if n := len(st.query(t, `ALERTS{alertname="ExecutorInstanceInterruptionPending", event!="spot_interruption"}`)); n != 0 {
+		t.Errorf("interruption alert for an event that was not announced (%d series)", n)
+	}
 	for _, name := range []string{"ExecutorContainerMemoryNearLimit", "ExecutorOOMKilled"} {
 		if n := len(st.query(t, fmt.Sprintf(`ALERTS{alertname=%q, app_id="app-alert-test"}`, name))); n != 0 {
 			t.Errorf("%s is active for the test executor (%d series)", name, n)
@@ -81,8 +93,10 @@ func TestAlertsEndToEnd(t *testing.T) {
 	}
 }
 
-// monitoringStack is a JVM in a memory cgroup, the exporter reading it and
-// Prometheus scraping the exporter (and any extra targets) every second.
+// monitoringStack is a JVM in a memory cgroup, the exporter reading it (on
+// a machine that a stub AWS metadata service calls a spot r5.xlarge with a
+// pending interruption) and Prometheus scraping the exporter (and any extra
+// targets) every second.
 type monitoringStack struct {
 	JVM      *testjvm.JVM
 	Exporter *exporter
@@ -98,9 +112,44 @@ func startMonitoringStack(t *testing.T, rulesDir, alertmanager string, extraTarg
 	opts := fullHeapExecutor
 	opts.Cgroup = mixinCgroup(t, 256<<20)
 	st.JVM = testjvm.Start(t, opts)
-	st.Exporter = startExporter(t)
+	imds := mixinAWSMetadata(t)
+	st.Exporter = startExporter(t, "--cloud.provider=aws", "--cloud.aws.metadata-url="+imds,
+		"--cloud.interruption-poll-interval=1s")
 	st.PromAddr = mixinPrometheus(t, rulesDir, alertmanager, append([]string{st.Exporter.Addr}, extraTargets...))
 	return st
+}
+
+// mixinAWSMetadata serves the few IMDSv2 paths the exporter reads: a spot
+// r5.xlarge in eu-west-1a with a spot interruption announced and no
+// rebalance recommendation. It returns the service's base URL.
+func mixinAWSMetadata(t testing.TB) string {
+	t.Helper()
+	items := map[string]string{
+		"instance-id":                 "i-0e2e0000000000001",
+		"instance-type":               "r5.xlarge",
+		"placement/availability-zone": "eu-west-1a",
+		"placement/region":            "eu-west-1",
+		"instance-life-cycle":         "spot",
+		"spot/instance-action":        `{"action": "terminate", "time": "2030-01-01T00:00:00Z"}`,
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut && r.URL.Path == "/latest/api/token" {
+			fmt.Fprint(w, "e2e-token")
+			return
+		}
+		if r.Header.Get("X-aws-ec2-metadata-token") != "e2e-token" {
+			http.Error(w, "no token", http.StatusUnauthorized)
+			return
+		}
+		v, ok := items[strings.TrimPrefix(r.URL.Path, "/latest/meta-data/")]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprint(w, v)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
 
 // query runs an instant PromQL query and returns its vector, failing the
