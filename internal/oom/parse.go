@@ -85,21 +85,17 @@ func Message(record []byte) []byte {
 // validHeader checks "prio,seq,usec,flags": three decimal numbers then a
 // flags field; kernels may append more comma-separated fields.
 func validHeader(h []byte) bool {
-	fields := bytes.Split(h, []byte{','})
-	if len(fields) < 4 {
-		return false
-	}
-	for _, f := range fields[:3] {
-		if len(f) == 0 {
+	for field := 0; field < 3; field++ {
+		digits := 0
+		for digits < len(h) && h[digits] >= '0' && h[digits] <= '9' {
+			digits++
+		}
+		if digits == 0 || digits == len(h) || h[digits] != ',' {
 			return false
 		}
-		for _, c := range f {
-			if c < '0' || c > '9' {
-				return false
-			}
-		}
+		h = h[digits+1:]
 	}
-	return true
+	return true // the flags field and any later ones are not checked
 }
 
 // Parse reads one kernel log record (with or without the /dev/kmsg header).

@@ -65,10 +65,12 @@ func Judge(k Kill, s jvm.Sample, found bool) Verdict {
 	// alone could grow to the limit.
 	tooBig := s.CgroupLimit == 0 || s.HeapMax == 0 || s.HeapMax+nonHeap > s.CgroupLimit
 
-	share := fmt.Sprintf("committed heap was %.0f%% of %s", 100*heapShare, usageOf)
+	// Committed heap need not be resident yet, so the share can pass 100%.
+	share := fmt.Sprintf("committed heap %.0f MiB against %s %.0f MiB (%.0f%%)",
+		float64(s.HeapCommitted)/(1<<20), usageOf, float64(usage)/(1<<20), 100*heapShare)
 	switch {
 	case bulk && nearMax:
-		return Verdict{CauseHeap, share + fmt.Sprintf(" and heap used was %.0f%% of its max", 100*float64(s.HeapUsed)/float64(s.HeapMax))}
+		return Verdict{CauseHeap, share + fmt.Sprintf(" and heap used was %.0f%% of its max: the heap filled up; raise spark.executor.memory (and the container with it) or use less heap", 100*float64(s.HeapUsed)/float64(s.HeapMax))}
 	case bulk && tooBig:
 		return Verdict{CauseHeap, share + " and the heap's max does not fit in the container beside non-heap memory: lower -Xmx (spark.executor.memory) or raise the limit"}
 	case bulk:
