@@ -68,8 +68,9 @@ var (
 		gcName: "ZGC",
 		pools:  map[string]string{"old/space": "ZHeap"},
 	}
-	// Generational ZGC (JDK 21+): not run here (JDK 17), named after its
-	// MXBeans; both generations may grow to the whole heap.
+	// Generational ZGC (JDK 21+; not on this JDK 17 machine): layout from
+	// zServiceability.cpp, names from its MXBeans. Both generations report
+	// the whole heap as their maximum.
 	layoutGenerationalZ = layout{
 		gcName: "Generational ZGC",
 		pools: map[string]string{
@@ -98,21 +99,13 @@ func detectLayout(c *counters) layout {
 	case "ParNew:CMS", "Copy:CMS":
 		return layoutCMS
 	}
-	var generational bool
 	for i := range c.collectors {
-		name := c.collectors[i].name
-		switch {
-		case strings.HasPrefix(name, "ZGC minor"), strings.HasPrefix(name, "ZGC major"):
-			generational = true
+		switch name := c.collectors[i].name; {
 		case strings.HasPrefix(name, "Shenandoah"):
 			return layoutShenandoah
-		}
-	}
-	for i := range c.collectors {
-		if strings.HasPrefix(c.collectors[i].name, "Z") {
-			if generational {
-				return layoutGenerationalZ
-			}
+		case strings.HasPrefix(name, "ZGC "): // "ZGC minor collection pauses", JDK 21+
+			return layoutGenerationalZ
+		case strings.HasPrefix(name, "Z "), name == "stop-the-world": // JDK 15+, JDK 11-14
 			return layoutZ
 		}
 	}
@@ -120,14 +113,17 @@ func detectLayout(c *counters) layout {
 	return layout{gcName: c.policyName}
 }
 
-// poolName names generation g's space, falling back to the counters' own
-// names ("old space") for layouts this package does not know.
-func (l layout) poolName(genName string, g int, spaceName string) string {
+// poolName names generation g's space sp, falling back to the counters'
+// own names ("old space") for layouts this package does not know.
+func (l layout) poolName(genName string, g int, spaceName string, sp int) string {
 	if n, ok := l.pools[genName+"/"+spaceName]; ok {
 		return n
 	}
 	if genName == "" {
 		genName = "generation " + strconv.Itoa(g)
+	}
+	if spaceName == "" {
+		spaceName = "space " + strconv.Itoa(sp)
 	}
 	return genName + " " + spaceName
 }

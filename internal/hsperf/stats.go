@@ -107,7 +107,7 @@ func heapPools(c *counters, l layout, st *Stats) error {
 				continue
 			}
 			p := Pool{
-				Name:      l.poolName(gen.name, g, space.name),
+				Name:      l.poolName(gen.name, g, space.name, sp),
 				Area:      AreaHeap,
 				Used:      nonNegative(space.used),
 				Committed: l.unpad(nonNegative(space.capacity)),
