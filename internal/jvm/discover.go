@@ -3,14 +3,12 @@ package jvm
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -146,7 +144,7 @@ func listHsperfFiles(procPath string, pid int) (map[int][]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer root.Close()
+	defer unix.Close(root)
 	tmp, err := openBeneath(root, "tmp", unix.O_DIRECTORY)
 	if err != nil {
 		return nil, err
@@ -161,7 +159,7 @@ func listHsperfFiles(procPath string, pid int) (map[int][]string, error) {
 		if !strings.HasPrefix(name, "hsperfdata_") {
 			continue
 		}
-		dir, err := openBeneath(tmp, name, unix.O_DIRECTORY)
+		dir, err := openBeneath(int(tmp.Fd()), name, unix.O_DIRECTORY)
 		if err != nil {
 			continue // a symlink, a file, or gone: not a JVM's directory
 		}
@@ -179,14 +177,15 @@ func listHsperfFiles(procPath string, pid int) (map[int][]string, error) {
 	return files, nil
 }
 
-func openRoot(procPath string, pid int) (*os.File, error) {
+func openRoot(procPath string, pid int) (int, error) {
 	// The root link itself is procfs's to resolve (it is how one enters the
 	// process's root); everything beneath it is resolved by openBeneath.
-	fd, err := unix.Open(filepath.Join(procPath, strconv.Itoa(pid), "root"), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	path := filepath.Join(procPath, strconv.Itoa(pid), "root")
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: filepath.Join(procPath, strconv.Itoa(pid), "root"), Err: err}
+		return -1, &os.PathError{Op: "open", Path: path, Err: err}
 	}
-	return os.NewFile(uintptr(fd), "root"), nil
+	return fd, nil
 }
 
 // openat2Unsupported is set when the kernel has no openat2 (before 5.6);
@@ -198,10 +197,18 @@ var openat2Unsupported atomic.Bool
 // cannot point the exporter at a file outside the container: an absolute
 // symlink planted in the container's /tmp would otherwise resolve on the
 // host.
-func openBeneath(dir *os.File, name string, flags int) (*os.File, error) {
+func openBeneath(dirfd int, name string, flags int) (*os.File, error) {
+	fd, err := openBeneathFD(dirfd, name, flags)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), name), nil
+}
+
+func openBeneathFD(dirfd int, name string, flags int) (int, error) {
 	for _, comp := range strings.Split(name, "/") {
 		if comp == "" || comp == "." || comp == ".." {
-			return nil, fmt.Errorf("open %q: invalid path component", name)
+			return -1, fmt.Errorf("open %q: invalid path component", name)
 		}
 	}
 	flags |= unix.O_CLOEXEC | unix.O_NOFOLLOW
@@ -209,21 +216,21 @@ func openBeneath(dir *os.File, name string, flags int) (*os.File, error) {
 		flags |= unix.O_RDONLY | unix.O_NONBLOCK // NONBLOCK: a planted FIFO must not hang the scan
 	}
 	if !openat2Unsupported.Load() {
-		fd, err := unix.Openat2(int(dir.Fd()), name, &unix.OpenHow{
+		fd, err := unix.Openat2(dirfd, name, &unix.OpenHow{
 			Flags:   uint64(flags),
 			Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
 		})
 		if err == nil {
-			return os.NewFile(uintptr(fd), name), nil
+			return fd, nil
 		}
 		if !errors.Is(err, unix.ENOSYS) {
-			return nil, &os.PathError{Op: "openat2", Path: name, Err: err}
+			return -1, &os.PathError{Op: "openat2", Path: name, Err: err}
 		}
 		openat2Unsupported.Store(true)
 	}
 	// Fallback: one component at a time, each with O_NOFOLLOW, which
 	// refuses a symlink at every step; ".." was rejected above.
-	cur := int(dir.Fd())
+	cur := dirfd
 	comps := strings.Split(name, "/")
 	for i, comp := range comps {
 		f := unix.O_PATH | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
@@ -231,7 +238,7 @@ func openBeneath(dir *os.File, name string, flags int) (*os.File, error) {
 			f = flags
 		}
 		fd, err := unix.Openat(cur, comp, f, 0)
-		if cur != int(dir.Fd()) {
+		if cur != dirfd {
 			unix.Close(cur)
 		}
 		if err != nil {
@@ -240,11 +247,11 @@ func openBeneath(dir *os.File, name string, flags int) (*os.File, error) {
 				// directory must be: what openat2 reports as ELOOP.
 				err = unix.ELOOP
 			}
-			return nil, &os.PathError{Op: "openat", Path: name, Err: err}
+			return -1, &os.PathError{Op: "openat", Path: name, Err: err}
 		}
 		cur = fd
 	}
-	return os.NewFile(uintptr(cur), name), nil
+	return cur, nil
 }
 
 // innermostNSPID returns the pid of the process in its own pid namespace,
@@ -271,84 +278,4 @@ func parseNSPID(status []byte) (int, error) {
 		return strconv.Atoi(fields[len(fields)-1])
 	}
 	return 0, errors.New("no NSpid line")
-}
-
-// ErrUntrusted is returned for an hsperfdata path that is a symlink, not a
-// regular file, or not owned by the process's user.
-var ErrUntrusted = errors.New("untrusted hsperfdata file")
-
-// ErrTooLarge is returned for a file longer than the exporter reads.
-var ErrTooLarge = errors.New("file too large")
-
-// ReadHsperf reads the candidate's hsperfdata file beneath its root,
-// refusing symlinks and anything but a regular file owned by uid (HotSpot
-// checks the same ownership: another user of a shared /tmp could plant a
-// file under the victim's pid), and at most MaxHsperfBytes of it.
-func ReadHsperf(procPath string, c Candidate, uid uint32) ([]byte, error) {
-	root, err := openRoot(procPath, c.PID)
-	if err != nil {
-		return nil, err
-	}
-	defer root.Close()
-	f, err := openBeneath(root, "tmp/"+c.Dir+"/"+strconv.Itoa(c.NSPID), 0)
-	if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EXDEV) {
-		return nil, fmt.Errorf("%w: %v", ErrUntrusted, err)
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		return nil, err
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, fmt.Errorf("%w: %s is not a regular file", ErrUntrusted, f.Name())
-	}
-	if st.Uid != uid {
-		return nil, fmt.Errorf("%w: %s is owned by uid %d, the process runs as uid %d", ErrUntrusted, f.Name(), st.Uid, uid)
-	}
-	return readAllCapped(f, MaxHsperfBytes)
-}
-
-// readCapped reads at most limit bytes of a file; a longer file is an error.
-func readCapped(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return readAllCapped(f, limit)
-}
-
-func readAllCapped(r io.Reader, limit int64) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, limit)
-	}
-	return b, nil
-}
-
-// readTruncated reads at most limit bytes of a file and drops the rest:
-// command lines and environments are long, and their start is what counts.
-func readTruncated(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, limit))
-}
-
-// isGone reports errors that mean the process exited while being read.
-func isGone(err error) bool {
-	return errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ESRCH)
-}
-
-// isPermission reports errors that mean the exporter may not read a file.
-func isPermission(err error) bool {
-	return errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM)
 }

@@ -117,16 +117,16 @@ func testFindCandidates(t *testing.T) {
 	}
 
 	uid := uint32(os.Geteuid())
-	data, err := ReadHsperf(f.dir, want[0], uid)
+	data, err := ReadHsperf(f.dir, want[0], uid, nil)
 	if err != nil || string(data) != "x" {
 		t.Fatalf("ReadHsperf(%+v) = %q, %v", want[0], data, err)
 	}
-	if _, err := ReadHsperf(f.dir, want[0], uid+1); !errors.Is(err, ErrUntrusted) {
+	if _, err := ReadHsperf(f.dir, want[0], uid+1, nil); !errors.Is(err, ErrUntrusted) {
 		t.Errorf("a file owned by another uid: err = %v, want ErrUntrusted", err)
 	}
 	// Asked directly for the symlinked paths, the reader still refuses.
 	for _, c := range []Candidate{{PID: 1002, NSPID: 7, Dir: "hsperfdata_evil"}, {PID: 1003, NSPID: 7, Dir: "hsperfdata_host"}} {
-		if data, err := ReadHsperf(f.dir, c, uid); !errors.Is(err, ErrUntrusted) {
+		if data, err := ReadHsperf(f.dir, c, uid, nil); !errors.Is(err, ErrUntrusted) {
 			t.Errorf("ReadHsperf(%+v) through a symlink = %q, %v; want ErrUntrusted", c, data, err)
 		}
 	}
@@ -141,7 +141,7 @@ func TestReadHsperfRefuses(t *testing.T) {
 
 	// A symlink as the file itself, pointing at a readable host file.
 	mustSymlink(t, "/etc/hostname", filepath.Join(dir, "2000"))
-	if _, err := ReadHsperf(f.dir, c, uid); !errors.Is(err, ErrUntrusted) {
+	if _, err := ReadHsperf(f.dir, c, uid, nil); !errors.Is(err, ErrUntrusted) {
 		t.Errorf("symlinked file: err = %v, want ErrUntrusted", err)
 	}
 	// A FIFO must be refused, not block the scan.
@@ -149,18 +149,18 @@ func TestReadHsperfRefuses(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(dir, "2000"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ReadHsperf(f.dir, c, uid); !errors.Is(err, ErrUntrusted) {
+	if _, err := ReadHsperf(f.dir, c, uid, nil); !errors.Is(err, ErrUntrusted) {
 		t.Errorf("FIFO: err = %v, want ErrUntrusted", err)
 	}
 	// A file larger than the cap.
 	os.Remove(filepath.Join(dir, "2000"))
 	mustWrite(t, filepath.Join(dir, "2000"), make([]byte, MaxHsperfBytes+1))
-	if _, err := ReadHsperf(f.dir, c, uid); err == nil {
+	if _, err := ReadHsperf(f.dir, c, uid, nil); err == nil {
 		t.Error("a file over the cap was read")
 	}
 	// Gone.
 	os.Remove(filepath.Join(dir, "2000"))
-	if _, err := ReadHsperf(f.dir, c, uid); !isGone(err) {
+	if _, err := ReadHsperf(f.dir, c, uid, nil); !isGone(err) {
 		t.Errorf("missing file: err = %v, want not-exist", err)
 	}
 }

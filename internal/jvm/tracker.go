@@ -89,6 +89,7 @@ type Tracker struct {
 	lastDone   time.Time
 	identities map[int]identityEntry
 	loggedAt   map[string]time.Time
+	buf        []byte // hsperfdata read buffer, reused across JVMs and scans
 
 	mu      sync.RWMutex // guards samples and errors, read without waiting for a scan
 	samples map[int]Sample
@@ -295,10 +296,11 @@ func (t *Tracker) readJVM(c Candidate, table *procmem.ProcessTable, now time.Tim
 	if err != nil {
 		return JVM{}, classify(err), err
 	}
-	data, err := ReadHsperf(t.cfg.ProcFS, c, uint32(st.UIDs[1]))
+	data, err := ReadHsperf(t.cfg.ProcFS, c, uint32(st.UIDs[1]), t.buf)
 	if err != nil {
 		return JVM{}, classify(err), err
 	}
+	t.buf = data // reused by the next read; Stats copies what it keeps
 	snap, err := hsperf.Parse(data)
 	if err != nil {
 		return JVM{}, ReasonCorrupt, err

@@ -1,0 +1,122 @@
+package jvm
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrUntrusted is returned for an hsperfdata path that is a symlink, not a
+// regular file, or not owned by the process's user.
+var ErrUntrusted = errors.New("untrusted hsperfdata file")
+
+// ErrTooLarge is returned for a file longer than the exporter reads.
+var ErrTooLarge = errors.New("file too large")
+
+// ReadHsperf reads the candidate's hsperfdata file beneath its root into
+// buf (reused when large enough; scans read many files one after the
+// other), refusing symlinks and anything but a regular file owned by uid
+// (HotSpot checks the same ownership: another user of a shared /tmp could
+// plant a file under the victim's pid), and at most MaxHsperfBytes of it.
+// It uses read(2), never mmap: a file truncated under a mapping is SIGBUS.
+func ReadHsperf(procPath string, c Candidate, uid uint32, buf []byte) ([]byte, error) {
+	root, err := openRoot(procPath, c.PID)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(root)
+	name := "tmp/" + c.Dir + "/" + strconv.Itoa(c.NSPID)
+	fd, err := openBeneathFD(root, name, 0)
+	if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EXDEV) {
+		return nil, fmt.Errorf("%w: %v", ErrUntrusted, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, &os.PathError{Op: "fstat", Path: name, Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, fmt.Errorf("%w: %s is not a regular file", ErrUntrusted, name)
+	}
+	if st.Uid != uid {
+		return nil, fmt.Errorf("%w: %s is owned by uid %d, the process runs as uid %d", ErrUntrusted, name, st.Uid, uid)
+	}
+	if st.Size > MaxHsperfBytes {
+		return nil, fmt.Errorf("%w: %s has %d bytes, more than %d", ErrTooLarge, name, st.Size, MaxHsperfBytes)
+	}
+	return readFD(fd, buf, int(st.Size)+1, MaxHsperfBytes)
+}
+
+// readFD reads fd to its end into buf, sized for hint bytes up front, and
+// fails once more than limit bytes came.
+func readFD(fd int, buf []byte, hint, limit int) ([]byte, error) {
+	if cap(buf) < hint {
+		buf = make([]byte, 0, hint)
+	}
+	buf = buf[:0]
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			return buf, nil
+		}
+		buf = buf[:len(buf)+n]
+		if len(buf) > limit {
+			return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, limit)
+		}
+	}
+}
+
+// readCapped reads at most limit bytes of a file; a longer file is an error.
+func readCapped(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%w: %s has more than %d bytes", ErrTooLarge, path, limit)
+	}
+	return b, nil
+}
+
+// readTruncated reads at most limit bytes of a file and drops the rest:
+// command lines and environments are long, and their start is what counts.
+func readTruncated(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, limit))
+}
+
+// isGone reports errors that mean the process exited while being read.
+func isGone(err error) bool {
+	return errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ESRCH)
+}
+
+// isPermission reports errors that mean the exporter may not read a file.
+func isPermission(err error) bool {
+	return errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM)
+}
