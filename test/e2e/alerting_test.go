@@ -93,6 +93,35 @@ func TestAlertsEndToEnd(t *testing.T) {
 	}
 }
 
+// TestRunbookCoversEveryAlert: every generated alert links to a section of
+// docs/runbook.md that exists, named after the alert.
+func TestRunbookCoversEveryAlert(t *testing.T) {
+	root := testjvm.RepoRoot()
+	alerts, err := os.ReadFile(filepath.Join(root, "mixin", "generated", "alerts.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runbook, err := os.ReadFile(filepath.Join(root, "docs", "runbook.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	anchors := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^## (\S+)$`).FindAllSubmatch(runbook, -1) {
+		anchors[strings.ToLower(string(m[1]))] = true
+	}
+	names := regexp.MustCompile(`(?m)^  - alert: "?(\w+)"?$`).FindAllSubmatch(alerts, -1)
+	links := regexp.MustCompile(`runbook_url: "?\S+/docs/runbook\.md#(\w+)"?`).FindAllSubmatch(alerts, -1)
+	if len(names) == 0 || len(names) != len(links) {
+		t.Fatalf("%d alerts but %d runbook_urls in alerts.yaml", len(names), len(links))
+	}
+	for i, n := range names {
+		name, anchor := string(n[1]), string(links[i][1])
+		if anchor != strings.ToLower(name) || !anchors[anchor] {
+			t.Errorf("alert %s: runbook_url anchor #%s has no section '## %s' in docs/runbook.md", name, anchor, name)
+		}
+	}
+}
+
 // monitoringStack is a JVM in a memory cgroup, the exporter reading it (on
 // a machine that a stub AWS metadata service calls a spot r5.xlarge with a
 // pending interruption) and Prometheus scraping the exporter (and any extra
