@@ -3,6 +3,7 @@ package hsperf
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -92,7 +93,32 @@ func (s *Snapshot) Stats() (Stats, error) {
 		return Stats{}, err
 	}
 	nonHeapPools(&c, &st)
+	detachStrings(&st)
 	return st, nil
+}
+
+// detachStrings copies the strings that Stats took from the file into one
+// new allocation: they are substrings of the snapshot's copy of the whole
+// file, which would otherwise stay in memory as long as a Stats is kept.
+func detachStrings(st *Stats) {
+	fields := []*string{&st.VMVersion, &st.JavaCommand, &st.VMArgs, &st.VMFlags, &st.GCName}
+	for i := range st.GCs {
+		fields = append(fields, &st.GCs[i].Name)
+	}
+	n := 0
+	for _, f := range fields {
+		n += len(*f)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, f := range fields {
+		b.WriteString(*f)
+	}
+	all := b.String()
+	for _, f := range fields {
+		l := len(*f)
+		*f, all = all[:l], all[l:]
+	}
 }
 
 // heapPools adds the heap spaces to st as pools, merging spaces that map

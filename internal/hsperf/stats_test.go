@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 const (
@@ -382,5 +383,23 @@ func TestStatsSyntheticLayouts(t *testing.T) {
 				t.Errorf("GCs = %+v, want %+v", st.GCs, tt.collector)
 			}
 		})
+	}
+}
+
+// Stats keeps no reference to the snapshot's copy of the file: a caller
+// keeps Stats for a while (the OOM attribution), not the 32 KiB file.
+func TestStatsStringsDetached(t *testing.T) {
+	s := mustParse(t, readFixture(t, "g1"))
+	st, err := s.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first entry's name is 52 bytes into the copy (prologue, header).
+	lo := uintptr(unsafe.Pointer(unsafe.StringData(s.Entries[0].Name))) - prologueSize - entryHeaderSize
+	hi := lo + uintptr(s.Used)
+	for _, str := range []string{st.VMVersion, st.JavaCommand, st.VMArgs, st.GCs[0].Name} {
+		if p := uintptr(unsafe.Pointer(unsafe.StringData(str))); p >= lo && p < hi {
+			t.Errorf("%q points into the snapshot's copy of the file", str)
+		}
 	}
 }
