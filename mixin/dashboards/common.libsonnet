@@ -10,10 +10,9 @@ local g = import '../lib/dashboard.libsonnet';
     },
 
   clusterVariable(c)::
-    g.queryVariable('cluster', 'Cluster', 'executor_scrape_collector_success{%s}' % c.selector, c.clusterLabel, multi=false) {
-      // Hidden when there is no cluster label: "All" (.*) matches the empty value.
-      hide: 0,
-    },
+    // Without a cluster label the variable has no values, and its "All"
+    // (.*) matches the empty label: the dashboards work either way.
+    g.queryVariable('cluster', 'Cluster', 'executor_scrape_collector_success{%s}' % c.selector, c.clusterLabel, multi=false),
 
   // Matchers of the cluster variable, to add to any selector.
   cluster(c):: '%s=~"$cluster"' % c.clusterLabel,
