@@ -2,7 +2,6 @@ package hsperf
 
 import (
 	"encoding/binary"
-	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -85,8 +84,6 @@ func (j jstatTable) kib(cols ...string) float64 {
 // jstatRounding is how far a sum of n jstat KiB columns, printed with one
 // decimal, may be from the exact byte count.
 func jstatRounding(n int) float64 { return float64(n) * 0.05 * 1024 }
-
-func near(a, b, tol float64) bool { return math.Abs(a-b) <= tol }
 
 // testEntry is an entry to encode into a synthetic file.
 type testEntry struct {
