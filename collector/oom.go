@@ -143,10 +143,14 @@ func (c *oomCollector) Update(ch chan<- prometheus.Metric) error {
 	ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, c.droppedTotal)
 	c.mu.Unlock()
 
-	if err := c.follower.Err(); err != nil {
-		return fmt.Errorf("kernel log %s unreadable, OOM kills are not attributed (node and container counters still count them): %w", c.cfg.KmsgPath, err)
+	err := c.follower.Err()
+	if err == nil {
+		c.mu.Lock()
+		c.loggedErr = "" // a later failure is news again
+		c.mu.Unlock()
+		return nil
 	}
-	return nil
+	return fmt.Errorf("kernel log %s unreadable, OOM kills are not attributed (node and container counters still count them): %w", c.cfg.KmsgPath, err)
 }
 
 // handleFollowError logs each distinct reader error once: a /dev/kmsg the

@@ -171,6 +171,9 @@ func (f *Follower) followOnce() error {
 			return fmt.Errorf("seek to the end of the kernel log: %w", err)
 		}
 	}
+	// Open and at the end: reading works again even if the log stays
+	// quiet for hours.
+	f.clearErr()
 	if info.Mode()&os.ModeCharDevice != 0 {
 		return f.readRecords(file)
 	}

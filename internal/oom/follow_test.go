@@ -133,6 +133,9 @@ func TestFollowMissingPathReportsAndRecovers(t *testing.T) {
 	if err := os.WriteFile(path, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// Recovered as soon as it is open, before any record: a quiet log is
+	// not a broken one.
+	waitUntil(t, "the error to clear once the file exists", func() bool { return f.Err() == nil })
 	w, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
