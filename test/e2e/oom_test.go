@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/executor-exporter/executor_exporter/internal/testjvm"
 )
 
@@ -368,4 +370,30 @@ func (p *promServer) query(t *testing.T, q string) []promSeries {
 		t.Fatalf("query %s: %v %s: %s", q, err, out.Error, body)
 	}
 	return out.Data.Result
+}
+
+// TestOOMKmsgUnreadable: with a kernel log it cannot open, the exporter
+// reports the oom collector failed, says why once, and the rest works —
+// vmstat still counts kills.
+func TestOOMKmsgUnreadable(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "kmsg")
+	e := startExporter(t, "--oom.kmsg-path="+missing, "--cloud.provider=none")
+	var families map[string]*dto.MetricFamily
+	waitFor(t, 30*time.Second, `executor_scrape_collector_success{collector="oom"} 0`, func() bool {
+		families = e.scrape(t)
+		v, ok := findSample(families, "executor_scrape_collector_success", map[string]string{"collector": "oom"})
+		return ok && v == 0
+	})
+	if v, ok := findSample(families, "executor_scrape_collector_success", map[string]string{"collector": "memory"}); !ok || v != 1 {
+		t.Errorf(`executor_scrape_collector_success{collector="memory"} = %v, %v; want 1`, v, ok)
+	}
+	if _, ok := findSample(families, "executor_node_oom_kills_total", nil); !ok {
+		t.Error("executor_node_oom_kills_total missing while the kernel log is unreadable")
+	}
+	for i := 0; i < 3; i++ {
+		e.scrape(t)
+	}
+	if n := strings.Count(e.Logs(), "cannot read the kernel log"); n != 1 {
+		t.Errorf("the oom collector said %d times that it cannot read the kernel log, want once:\n%s", n, e.Logs())
+	}
 }
