@@ -108,6 +108,9 @@ type Snapshot struct {
 	ModTimeStamp int64
 	// Entries in file order.
 	Entries []Entry
+	// Pending counts entries left out because the JVM was still writing
+	// them (see Parse); they will be there on the next read.
+	Pending int
 
 	indexOnce sync.Once
 	index     map[string]int // built on first lookup, see lookup.go
@@ -171,6 +174,10 @@ func Parse(b []byte) (*Snapshot, error) {
 	s.Entries = make([]Entry, numEntries)
 	off := int(entryOffset)
 	for i := range s.Entries {
+		if inProgress(b[:end], off, order) {
+			s.Entries, s.Pending = s.Entries[:i], int(numEntries)-i
+			break
+		}
 		n, err := parseEntry(b[:end], text, off, order, &s.Entries[i])
 		if err != nil {
 			return nil, fmt.Errorf("entry %d at offset %d: %w", i, off, err)
@@ -178,6 +185,18 @@ func Parse(b []byte) (*Snapshot, error) {
 		off += n
 	}
 	return s, nil
+}
+
+// inProgress reports whether the entry at off is one the JVM has allocated
+// but not yet filled in. HotSpot bumps num_entries and used when it
+// allocates an entry (PerfMemory::alloc), then writes the name and the
+// header fields in order, data_offset last (PerfData::create_entry). So a
+// reader racing with a counter being created — compiler threads add theirs
+// at any time — sees an entry whose data_offset is still 0, which no
+// finished entry has. Such an entry, and any after it, are left out rather
+// than failing the whole read.
+func inProgress(b []byte, off int, order binary.ByteOrder) bool {
+	return len(b)-off >= entryHeaderSize && order.Uint32(b[off+16:off+20]) == 0
 }
 
 // parseEntry decodes the entry at off into e and returns its length. b and

@@ -211,3 +211,43 @@ func TestParseRandom(t *testing.T) {
 		}
 	}
 }
+
+// An entry the JVM has allocated but not finished writing (data_offset is
+// the last header field it writes) ends the snapshot instead of failing it.
+func TestParseEntryInProgress(t *testing.T) {
+	b := readFixture(t, "g1")
+	orig := mustParse(t, b)
+	last := len(b) - entryLength(t, b, len(orig.Entries)-1)
+	tests := []struct {
+		name  string
+		clear func(b []byte) // what the JVM has not written yet
+	}{
+		{"nothing written", func(b []byte) { clear(b[last:]) }},
+		{"name and entry_length written", func(b []byte) { clear(b[last+4 : last+entryHeaderSize]) }},
+		{"all but data_offset", func(b []byte) { clear(b[last+16 : last+20]) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := Parse(patch(b, tt.clear))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Pending != 1 || len(s.Entries) != len(orig.Entries)-1 {
+				t.Errorf("Pending %d, %d entries; want 1, %d", s.Pending, len(s.Entries), len(orig.Entries)-1)
+			}
+			if _, err := s.Stats(); err != nil {
+				t.Errorf("Stats: %v", err)
+			}
+		})
+	}
+}
+
+// entryLength returns the length of entry i of a little-endian file.
+func entryLength(t *testing.T, b []byte, i int) int {
+	t.Helper()
+	off := prologueSize
+	for ; i > 0; i-- {
+		off += int(binary.LittleEndian.Uint32(b[off:]))
+	}
+	return int(binary.LittleEndian.Uint32(b[off:]))
+}
