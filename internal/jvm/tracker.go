@@ -242,6 +242,7 @@ func (t *Tracker) scan() (View, error) {
 
 	view := View{Time: now}
 	read := map[int]bool{}
+	cgroups := map[string]procmem.CgroupMemory{}
 	for _, c := range candidates {
 		if read[c.PID] {
 			continue // a second hsperfdata_<user> directory for the same pid
@@ -251,7 +252,7 @@ func (t *Tracker) scan() (View, error) {
 			read[c.PID] = true
 			continue
 		}
-		j, reason, err := t.readJVM(c, table, now)
+		j, reason, err := t.readJVM(c, table, cgroups, now)
 		if err != nil {
 			if reason != "" {
 				t.countError(reason)
@@ -283,7 +284,7 @@ func (t *Tracker) scan() (View, error) {
 
 // readJVM reads one candidate. A failure returns the reason to count, or
 // an empty reason when the process simply exited or is not a JVM we own.
-func (t *Tracker) readJVM(c Candidate, table *procmem.ProcessTable, now time.Time) (JVM, string, error) {
+func (t *Tracker) readJVM(c Candidate, table *procmem.ProcessTable, cgroups map[string]procmem.CgroupMemory, now time.Time) (JVM, string, error) {
 	proc, ok := table.Process(c.PID)
 	if !ok {
 		return JVM{}, "", errors.New("gone")
@@ -341,7 +342,7 @@ func (t *Tracker) readJVM(c Candidate, table *procmem.ProcessTable, now time.Tim
 		Pod:       id.pod,
 		Stats:     stats,
 	}
-	cg, err := procmem.ReadCgroupMemory(t.cfg.ProcFS, t.cfg.SysFS, c.PID)
+	cg, err := t.cgroupMemory(c.PID, cgroups)
 	if err != nil {
 		// Only the container series are lost; the JVM is still reported.
 		if !isGone(err) {
@@ -353,6 +354,24 @@ func (t *Tracker) readJVM(c Candidate, table *procmem.ProcessTable, now time.Tim
 		j.CgroupPath, j.CgroupLimit, j.CgroupUsage = cg.Path, cg.Limit, cg.Usage
 	}
 	return j, "", nil
+}
+
+// cgroupMemory reads the memory cgroup of pid once per scan and cgroup:
+// JVMs of one Spark worker or YARN node manager often share theirs. Equal
+// /proc/<pid>/cgroup contents, read in the exporter's cgroup namespace,
+// name the same cgroups.
+func (t *Tracker) cgroupMemory(pid int, seen map[string]procmem.CgroupMemory) (procmem.CgroupMemory, error) {
+	key, err := readCapped(filepath.Join(t.cfg.ProcFS, strconv.Itoa(pid), "cgroup"), 64<<10)
+	if err == nil {
+		if cg, ok := seen[string(key)]; ok {
+			return cg, nil
+		}
+	}
+	cg, err := procmem.ReadCgroupMemory(t.cfg.ProcFS, t.cfg.SysFS, pid)
+	if err == nil && key != nil {
+		seen[string(key)] = cg
+	}
+	return cg, err
 }
 
 // identity parses a JVM's command line and environment once per process.
