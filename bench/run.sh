@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# Benchmarks executor_exporter on this machine against what a user would run
+# instead: node_exporter (Debian's prometheus-node-exporter, default
+# collectors) for the cost of a scrape, and `jstat -gc` (the JDK's own reader
+# of the same hsperfdata counters) for the cost per JVM. Needs root (to
+# apt-get what is missing), OpenJDK 17 and python3.
+#
+#   bench/run.sh            # 1, 20 and 100 JVMs
+#   bench/run.sh 1 20       # other JVM counts
+#   SCRAPES=500 bench/run.sh
+#
+# Writes bench/results/latest.jsonl and prints the summary table that
+# docs/performance.md shows. Everything listens on 127.0.0.1 only.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root="$(pwd)"
+
+counts=("${@:-1 20 100}")
+read -r -a counts <<<"${counts[*]}"
+scrapes="${SCRAPES:-300}"
+ee_port="${EE_PORT:-19482}"
+idle_port="${IDLE_PORT:-19483}"
+ne_port="${NE_PORT:-19100}"
+results="$root/bench/results"
+out="$results/latest.jsonl"
+mkdir -p "$results"
+
+need=()
+command -v hyperfine >/dev/null || need+=(hyperfine)
+command -v prometheus-node-exporter >/dev/null || need+=(prometheus-node-exporter)
+command -v jstat >/dev/null || need+=(openjdk-17-jdk-headless)
+[ -x /usr/bin/time ] || need+=(time)
+command -v curl >/dev/null || need+=(curl)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "installing ${need[*]}"
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+work="$(mktemp -d)"
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+
+make -s build >/dev/null
+javac -d "$work/classes" $(find test/java -name '*.java')
+
+# The exporter under test samples only when scraped (--jvm.sample-interval=0)
+# so a scrape's cost is all of its cost; a second one, with the default 5s
+# background sampling, is never scraped and measures what sampling costs.
+./executor_exporter --web.listen-address="127.0.0.1:$ee_port" --jvm.sample-interval=0 \
+  --cloud.provider=none --log.level=warn 2>"$work/ee.log" &
+ee_pid=$!; pids+=("$ee_pid")
+./executor_exporter --web.listen-address="127.0.0.1:$idle_port" \
+  --cloud.provider=none --log.level=warn 2>"$work/idle.log" &
+idle_pid=$!; pids+=("$idle_pid")
+prometheus-node-exporter --web.listen-address="127.0.0.1:$ne_port" --log.level=warn 2>"$work/ne.log" &
+ne_pid=$!; pids+=("$ne_pid")
+
+wait_http() {
+  for _ in $(seq 100); do curl -sf -o /dev/null "$1" && return 0; sleep 0.1; done
+  echo "$1 did not answer" >&2; exit 1
+}
+wait_http "http://127.0.0.1:$ee_port/metrics"
+wait_http "http://127.0.0.1:$idle_port/metrics"
+wait_http "http://127.0.0.1:$ne_port/metrics"
+
+# JVMs of this benchmark the exporter sees (other JVMs on the machine are
+# scraped too, and counted in the figures, but not waited for).
+jvms() {
+  curl -sf "http://127.0.0.1:$ee_port/metrics" | grep -c '^executor_jvm_info{.*app_id="app-bench"' || true
+}
+
+jvm_pids=()
+start_jvms() {
+  local want="$1" i
+  for ((i = ${#jvm_pids[@]}; i < want; i++)); do
+    java -Xmx16m -Xms16m -XX:+UseSerialGC -Xss256k -XX:TieredStopAtLevel=1 -XX:CICompilerCount=1 \
+      -cp "$work/classes" org.apache.spark.executor.CoarseGrainedExecutorBackend \
+      --executor-id "$((i + 1))" --app-id app-bench --exit-after-s 3600 >/dev/null 2>&1 &
+    jvm_pids+=("$!"); pids+=("$!")
+  done
+  for _ in $(seq 600); do
+    [ "$(jvms)" = "$want" ] && return 0
+    sleep 0.5
+  done
+  echo "exporter sees $(jvms) JVMs, want $want" >&2; exit 1
+}
+
+cpu_of() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+machine() {
+  printf '{"kind":"machine","nproc":%s,"mem_total_kib":%s,"kernel":"%s","cpu":"%s","java":"%s","node_exporter":"%s","exporter":"%s"}\n' \
+    "$(nproc)" "$(awk '/MemTotal/ {print $2}' /proc/meminfo)" "$(uname -r)" \
+    "$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)" \
+    "$(java -version 2>&1 | head -1 | tr -d '"')" \
+    "$(prometheus-node-exporter --version 2>&1 | head -1)" \
+    "$(./executor_exporter --version 2>&1 | head -1)"
+}
+
+: >"$out"
+machine >>"$out"
+tick="$(getconf CLK_TCK)"
+for n in "${counts[@]}"; do
+  echo "== $n JVMs" >&2
+  start_jvms "$n"
+  sleep 2
+  python3 bench/scrape.py "http://127.0.0.1:$ee_port/metrics" "$ee_pid" "$scrapes" |
+    sed "s/^{/{\"kind\":\"scrape\",\"target\":\"executor_exporter\",\"jvms\":$n,/" >>"$out"
+  python3 bench/scrape.py "http://127.0.0.1:$ne_port/metrics" "$ne_pid" "$((scrapes / 3))" |
+    sed "s/^{/{\"kind\":\"scrape\",\"target\":\"node_exporter\",\"jvms\":$n,/" >>"$out"
+
+  # Latency with a public tool; curl's own start-up is in both.
+  hyperfine -N --warmup 10 --runs 100 --export-json "$work/hf.json" \
+    "curl -s -o /dev/null http://127.0.0.1:$ee_port/metrics" \
+    "curl -s -o /dev/null http://127.0.0.1:$ne_port/metrics" >/dev/null 2>&1
+  python3 -c '
+import json, sys
+for r in json.load(open(sys.argv[1]))["results"]:
+    target = "executor_exporter" if sys.argv[2] in r["command"] else "node_exporter"
+    print(json.dumps({"kind": "hyperfine", "target": target, "jvms": int(sys.argv[3]),
+                      "mean_seconds": r["mean"], "stddev_seconds": r["stddev"], "median_seconds": r["median"]}))
+' "$work/hf.json" ":$ee_port/" "$n" >>"$out"
+
+  # jstat -gc, once per JVM for up to 5 JVMs: CPU (user+sys) and wall time.
+  for p in "${jvm_pids[@]:0:5}"; do
+    /usr/bin/time -f '%U %S %e' -o "$work/time" jstat -gc "$p" >/dev/null
+    read -r u s e <"$work/time"
+    printf '{"kind":"jstat","jvms":%s,"pid":%s,"cpu_seconds":%s,"wall_seconds":%s}\n' \
+      "$n" "$p" "$(awk -v u="$u" -v s="$s" 'BEGIN {print u + s}')" "$e" >>"$out"
+  done
+
+  # Background sampling: the unscraped exporter's CPU over 30 s.
+  c0="$(cpu_of "$idle_pid")"; sleep 30; c1="$(cpu_of "$idle_pid")"
+  printf '{"kind":"background","jvms":%s,"cpu_seconds_per_second":%s,"rss_bytes":%s}\n' \
+    "$n" "$(awk -v a="$c0" -v b="$c1" -v t="$tick" 'BEGIN {print (b - a) / t / 30}')" \
+    "$(awk '/VmRSS/ {print $2 * 1024}' "/proc/$idle_pid/status")" >>"$out"
+done
+
+python3 bench/summarize.py "$out"
