@@ -3,6 +3,7 @@ package hsperf
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -164,5 +165,73 @@ func TestLiveAgainstJstat(t *testing.T) {
 				t.Error(d)
 			}
 		})
+	}
+}
+
+// TestLiveStartupReads reads a JVM's file over and over from the moment it
+// appears until the JVM is ready, as a scrape may: every read must parse or
+// fail with ErrNotAccessible (the JVM has not finished setting the file up)
+// — never a malformed-file error, which would cost a series.
+func TestLiveStartupReads(t *testing.T) {
+	requireJava(t)
+	cmd := exec.Command("java", "-XX:+UseG1GC", "-Xmx64m", filepath.Join("testdata", "Alloc.java"))
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	})
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "ready") {
+				close(ready)
+				break
+			}
+		}
+		_, _ = bufio.NewReader(stdout).WriteTo(devNull{})
+	}()
+	path := hsperfPath(t, cmd.Process.Pid)
+	counts := map[string]int{}
+	deadline := time.After(90 * time.Second)
+	for done, n := false, 0; !done; n++ {
+		select {
+		case <-ready:
+			done = true
+		case <-deadline:
+			t.Fatal("JVM not ready after 90s")
+		default:
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			counts["not there yet"]++
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		s, err := Parse(b)
+		switch {
+		case errors.Is(err, ErrNotAccessible):
+			counts["not accessible"]++
+		case err != nil:
+			t.Fatalf("read %d: %v", n, err)
+		default:
+			if _, err := s.Stats(); err != nil {
+				t.Fatalf("Stats of an accessible file: %v", err)
+			}
+			counts["parsed"]++
+			if s.Pending > 0 {
+				counts["with entries in progress"]++
+			}
+		}
+	}
+	t.Logf("reads during start-up: %v", counts)
+	if counts["parsed"] == 0 {
+		t.Error("never parsed the file")
 	}
 }
