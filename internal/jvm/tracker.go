@@ -289,6 +289,12 @@ func (t *Tracker) readJVM(c Candidate, table *procmem.ProcessTable, cgroups map[
 	if !ok {
 		return JVM{}, "", errors.New("gone")
 	}
+	if proc.RSS == 0 {
+		// Exiting (a zombie, or its memory already torn down after a
+		// kill): a sample now would replace the last real one, which is
+		// what OOM attribution needs.
+		return JVM{}, "", errors.New("exiting")
+	}
 	status, err := t.fs.Proc(c.PID)
 	if err != nil {
 		return JVM{}, classify(err), err
