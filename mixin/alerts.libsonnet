@@ -51,8 +51,8 @@
             'warning',
             c.heapAfterGCFor,
             withInstanceType(|||
-              min_over_time(executor_jvm_memory_used_bytes{%(sel)s, area="heap"}[%(window)s])
-                / executor_jvm_memory_max_bytes{%(sel)s, area="heap"} > %(threshold)g
+              sum without(area) (min_over_time(executor_jvm_memory_used_bytes{%(sel)s, area="heap"}[%(window)s]))
+                / sum without(area) (executor_jvm_memory_max_bytes{%(sel)s, area="heap"}) > %(threshold)g
               and on(%(cluster)s, instance, pid)
                 sum by(%(cluster)s, instance, pid) (increase(executor_jvm_gc_collections_total{%(sel)s}[%(window)s])) > 0
             ||| % { sel: sel, window: c.heapAfterGCWindow, threshold: c.heapAfterGCThreshold, cluster: c.clusterLabel }, ['pid']),

@@ -55,12 +55,14 @@ func TestAlertsEndToEnd(t *testing.T) {
 	broken := startExporter(t, fixtureArgs("malformed")...)
 	dead := freeAddr(t)
 	st := startMonitoringStack(t, rules, am, broken.Addr, dead)
+	started := time.Now()
 
 	heap := hook.waitFor(t, 3*time.Minute, "ExecutorJVMHeapNearlyFull", map[string]string{
 		"app_id": "app-alert-test", "executor_id": "1", "role": "executor",
 		"pid": fmt.Sprint(st.JVM.PID), "instance": st.Exporter.Addr, "severity": "warning",
 		"instance_type": "r5.xlarge", "lifecycle": "spot",
 	})
+	t.Logf("the heap alert reached the webhook %.1fs after Prometheus started", time.Since(started).Seconds())
 	for _, want := range []string{"app-alert-test", "executor 1", st.Exporter.Addr, "(r5.xlarge, spot)"} {
 		if !strings.Contains(heap.Annotations["description"], want) {
 			t.Errorf("description %q does not name %q", heap.Annotations["description"], want)
