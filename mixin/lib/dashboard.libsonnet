@@ -79,6 +79,7 @@
   },
 
   stat(title, description, targets, unit='short', thresholds=null):: panel('stat', title, description, targets, unit) {
+    height: 5,
     fieldConfig+: {
       defaults+: {
         [if thresholds != null then 'thresholds']: {
