@@ -17,6 +17,7 @@ type counters struct {
 	frequency      int64
 	safepointTicks int64
 	vmBeginMillis  int64
+	vmEndMillis    int64
 
 	threadsLive, threadsDaemon               int64
 	classesLoaded, sharedClassesLoaded       int64
@@ -58,6 +59,8 @@ func (c *counters) collect(entries []Entry) {
 			c.safepointTicks = e.Long
 		case name == "sun.rt.createVmBeginTime":
 			c.vmBeginMillis = e.Long
+		case name == "sun.rt.createVmEndTime":
+			c.vmEndMillis = e.Long
 		case name == "java.threads.live":
 			c.threadsLive = e.Long
 		case name == "java.threads.daemon":

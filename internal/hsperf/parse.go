@@ -26,8 +26,11 @@ var (
 	ErrBadMagic           = errors.New("hsperf: bad magic")
 	ErrUnsupportedVersion = errors.New("hsperf: unsupported version")
 	ErrTruncated          = errors.New("hsperf: truncated")
-	ErrNotAccessible      = errors.New("hsperf: not accessible (JVM still initialising)")
-	ErrMalformed          = errors.New("hsperf: malformed entry")
+	// ErrNotAccessible: the JVM is still setting the file up (empty, zeros,
+	// accessible = 0) or, from Stats, still creating its counters. Read
+	// again later; it is not a broken file.
+	ErrNotAccessible = errors.New("hsperf: not accessible (JVM still initialising)")
+	ErrMalformed     = errors.New("hsperf: malformed entry")
 )
 
 const (
@@ -119,8 +122,16 @@ type Snapshot struct {
 // Parse decodes an hsperfdata file. It copies what it keeps: b may be reused
 // once Parse returns.
 func Parse(b []byte) (*Snapshot, error) {
+	// A starting JVM creates the file, sizes it, maps it and only then
+	// writes the prologue: a read in between finds it empty or zeros.
+	if len(b) == 0 {
+		return nil, fmt.Errorf("%w: empty file", ErrNotAccessible)
+	}
 	if len(b) < prologueSize {
 		return nil, fmt.Errorf("%w: %d bytes, prologue needs %d", ErrTruncated, len(b), prologueSize)
+	}
+	if allZero(b[:prologueSize]) {
+		return nil, fmt.Errorf("%w: prologue not written yet (zeros)", ErrNotAccessible)
 	}
 	if m := binary.BigEndian.Uint32(b[0:4]); m != magic {
 		return nil, fmt.Errorf("%w: %#08x", ErrBadMagic, m)
@@ -185,6 +196,15 @@ func Parse(b []byte) (*Snapshot, error) {
 		off += n
 	}
 	return s, nil
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // inProgress reports whether the entry at off is one the JVM has allocated

@@ -118,7 +118,9 @@ func TestParseBadInput(t *testing.T) {
 		input []byte
 		want  error
 	}{
-		{"empty", nil, ErrTruncated},
+		{"empty (the JVM is creating it)", nil, ErrNotAccessible},
+		{"zeros (the JVM has not written the prologue)", make([]byte, 32<<10), ErrNotAccessible},
+		{"one byte", []byte{0xca}, ErrTruncated},
 		{"short prologue", good[:prologueSize-1], ErrTruncated},
 		{"wrong magic", patch(good, func(b []byte) { b[0] = 0xbe }), ErrBadMagic},
 		{"magic little-endian", patch(good, func(b []byte) { binary.LittleEndian.PutUint32(b, magic) }), ErrBadMagic},

@@ -58,7 +58,7 @@ func (s *Snapshot) Stats() (Stats, error) {
 	var c counters
 	c.collect(s.Entries)
 	if c.frequency <= 0 {
-		return Stats{}, fmt.Errorf("%w: sun.os.hrt.frequency", ErrMissingCounter)
+		return Stats{}, c.missing("sun.os.hrt.frequency")
 	}
 	freq := float64(c.frequency)
 	st := Stats{
@@ -89,8 +89,8 @@ func (s *Snapshot) Stats() (Stats, error) {
 		})
 	}
 
-	if err := heapPools(&c, layout, &st); err != nil {
-		return Stats{}, err
+	if !heapPools(&c, layout, &st) {
+		return Stats{}, c.missing("sun.gc.generation.N.space.M")
 	}
 	nonHeapPools(&c, &st)
 	detachStrings(&st)
@@ -121,9 +121,21 @@ func detachStrings(st *Stats) {
 	}
 }
 
+// missing is the error for a counter every JVM writes. HotSpot sets
+// "accessible" before it has created all its counters (sun.os.hrt.frequency
+// comes after the GC's): while sun.rt.createVmEndTime is still 0 the JVM is
+// starting, and the error is also ErrNotAccessible — read again later.
+func (c *counters) missing(name string) error {
+	if c.vmEndMillis == 0 {
+		return fmt.Errorf("%w: %w: %s (sun.rt.createVmEndTime is 0)", ErrNotAccessible, ErrMissingCounter, name)
+	}
+	return fmt.Errorf("%w: %s", ErrMissingCounter, name)
+}
+
 // heapPools adds the heap spaces to st as pools, merging spaces that map
 // to one pool (the two survivor spaces), and sums them into the heap totals.
-func heapPools(c *counters, l layout, st *Stats) error {
+// It reports whether there was any heap space.
+func heapPools(c *counters, l layout, st *Stats) bool {
 	var genMaxSum, genMaxLargest uint64
 	for g := range c.generations {
 		gen := &c.generations[g]
@@ -148,7 +160,7 @@ func heapPools(c *counters, l layout, st *Stats) error {
 		genMaxLargest = max(genMaxLargest, m)
 	}
 	if len(st.Pools) == 0 {
-		return fmt.Errorf("%w: no sun.gc.generation.N.space.M counters", ErrMissingCounter)
+		return false
 	}
 	// Where every generation may grow to the whole heap (G1's regions,
 	// generational ZGC), each reports the heap's maximum: summing would
@@ -167,7 +179,7 @@ func heapPools(c *counters, l layout, st *Stats) error {
 			p.Max = st.HeapMax
 		}
 	}
-	return nil
+	return true
 }
 
 // addPool appends p, or merges it into a pool of the same name.

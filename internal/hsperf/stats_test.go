@@ -251,26 +251,38 @@ func findGC(gcs []GC, name string) (GC, bool) {
 }
 
 func TestStatsMissingCounters(t *testing.T) {
+	vmStarted := testEntry{name: "sun.rt.createVmEndTime", typ: TypeLong, long: 1795383323997}
 	tests := []struct {
-		name    string
-		entries []testEntry
+		name     string
+		entries  []testEntry
+		starting bool // no sun.rt.createVmEndTime yet: also ErrNotAccessible
 	}{
-		{"no frequency", []testEntry{
+		{"JVM starting, no frequency yet", []testEntry{
 			{name: "sun.gc.generation.0.space.0.used", typ: TypeLong, long: 1},
-		}},
+		}, true},
+		{"no frequency", []testEntry{
+			vmStarted,
+			{name: "sun.gc.generation.0.space.0.used", typ: TypeLong, long: 1},
+		}, false},
 		{"no heap", []testEntry{
+			vmStarted,
 			{name: "sun.os.hrt.frequency", typ: TypeLong, long: 1e9},
-		}},
+		}, false},
 		{"zero frequency", []testEntry{
+			vmStarted,
 			{name: "sun.os.hrt.frequency", typ: TypeLong, long: 0},
 			{name: "sun.gc.generation.0.space.0.used", typ: TypeLong, long: 1},
-		}},
+		}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := mustParse(t, encode(binaryLE, tt.entries))
-			if _, err := s.Stats(); !errors.Is(err, ErrMissingCounter) {
+			_, err := s.Stats()
+			if !errors.Is(err, ErrMissingCounter) {
 				t.Errorf("Stats error = %v, want ErrMissingCounter", err)
+			}
+			if errors.Is(err, ErrNotAccessible) != tt.starting {
+				t.Errorf("Stats error = %v: errors.Is(ErrNotAccessible) = %v, want %v", err, !tt.starting, tt.starting)
 			}
 		})
 	}
