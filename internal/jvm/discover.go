@@ -164,7 +164,7 @@ func listHsperfFiles(procPath string, pid int) (map[int][]string, error) {
 			continue // a symlink, a file, or gone: not a JVM's directory
 		}
 		entries, err := dir.Readdirnames(-1)
-		dir.Close()
+		_ = dir.Close()
 		if err != nil {
 			continue
 		}
@@ -239,7 +239,7 @@ func openBeneathFD(dirfd int, name string, flags int) (int, error) {
 		}
 		fd, err := unix.Openat(cur, comp, f, 0)
 		if cur != dirfd {
-			unix.Close(cur)
+			_ = unix.Close(cur)
 		}
 		if err != nil {
 			if err == unix.ENOTDIR && i < len(comps)-1 {

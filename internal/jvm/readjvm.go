@@ -1,0 +1,167 @@
+package jvm
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+
+	"github.com/executor-exporter/executor_exporter/internal/hsperf"
+	"github.com/executor-exporter/executor_exporter/internal/procmem"
+)
+
+// readJVM reads one candidate. A failure returns the reason to count, or
+// an empty reason when the process simply exited or is not a JVM we own.
+func (t *Tracker) readJVM(c Candidate, table *procmem.ProcessTable, cgroups map[string]procmem.CgroupMemory, now time.Time) (JVM, string, error) {
+	proc, ok := table.Process(c.PID)
+	if !ok {
+		return JVM{}, "", errors.New("gone")
+	}
+	if proc.RSS == 0 {
+		// Exiting (a zombie, or its memory already torn down after a
+		// kill): a sample now would replace the last real one, which is
+		// what OOM attribution needs.
+		return JVM{}, "", errors.New("exiting")
+	}
+	status, err := t.fs.Proc(c.PID)
+	if err != nil {
+		return JVM{}, classify(err), err
+	}
+	st, err := status.NewStatus()
+	if err != nil {
+		return JVM{}, classify(err), err
+	}
+	data, err := ReadHsperf(t.cfg.ProcFS, c, uint32(st.UIDs[1]), t.buf)
+	if err != nil {
+		return JVM{}, classify(err), err
+	}
+	t.buf = data // reused by the next read; Stats copies what it keeps
+	snap, err := hsperf.Parse(data)
+	if err != nil {
+		return JVM{}, ReasonCorrupt, err
+	}
+	stats, err := snap.Stats()
+	if err != nil {
+		return JVM{}, ReasonCorrupt, err
+	}
+	// The table's start time rests on /proc/stat's btime, which is whole
+	// seconds and rounded down: it is up to 1s early, never late, so a live
+	// JVM is never taken for stale, and a file 3s older than its process is.
+	if stats.StartTime.IsZero() || stats.StartTime.Before(proc.StartTime.Add(-startSlack)) {
+		return JVM{}, ReasonStale, fmt.Errorf("hsperfdata of a JVM created at %v, the process started at %v", stats.StartTime, proc.StartTime)
+	}
+
+	id := t.identity(c.PID, proc.StartTime)
+	rss := table.TreeRSS(c.PID)
+	j := JVM{
+		Sample: Sample{
+			Identity: Identity{
+				PID:        c.PID,
+				Role:       id.cmd.Role,
+				AppID:      id.cmd.AppID,
+				ExecutorID: id.cmd.ExecutorID,
+			},
+			NSPID:            c.NSPID,
+			Time:             now,
+			HeapUsed:         stats.HeapUsed,
+			HeapCommitted:    stats.HeapCommitted,
+			HeapMax:          stats.HeapMax,
+			NonHeapCommitted: stats.NonHeapCommitted,
+			RSSJVM:           rss.JVM,
+			RSSPython:        rss.Python,
+			RSSOther:         rss.Other,
+		},
+		MainClass: id.cmd.MainClass,
+		Xmx:       id.cmd.Xmx,
+		Pod:       id.pod,
+		Stats:     stats,
+	}
+	cg, err := t.cgroupMemory(c.PID, cgroups)
+	if err != nil {
+		// Only the container series are lost; the JVM is still reported.
+		if !isGone(err) {
+			t.countError(ReasonCgroup)
+			t.logFailure(c, ReasonCgroup, err, now)
+		}
+	} else {
+		j.Cgroup, j.HasCgroup = cg, true
+		j.CgroupPath, j.CgroupLimit, j.CgroupUsage = cg.Path, cg.Limit, cg.Usage
+	}
+	return j, "", nil
+}
+
+// cgroupMemory reads the memory cgroup of pid once per scan and cgroup:
+// JVMs of one Spark worker or YARN node manager often share theirs. Equal
+// /proc/<pid>/cgroup contents, read in the exporter's cgroup namespace,
+// name the same cgroups.
+func (t *Tracker) cgroupMemory(pid int, seen map[string]procmem.CgroupMemory) (procmem.CgroupMemory, error) {
+	key, err := readCapped(filepath.Join(t.cfg.ProcFS, strconv.Itoa(pid), "cgroup"), 64<<10)
+	if err == nil {
+		if cg, ok := seen[string(key)]; ok {
+			return cg, nil
+		}
+	}
+	cg, err := procmem.ReadCgroupMemory(t.cfg.ProcFS, t.cfg.SysFS, pid)
+	if err == nil && key != nil {
+		seen[string(key)] = cg
+	}
+	return cg, err
+}
+
+// identity parses a JVM's command line and environment once per process.
+func (t *Tracker) identity(pid int, start time.Time) identityEntry {
+	if e, ok := t.identities[pid]; ok && e.start.Equal(start) {
+		return e
+	}
+	dir := filepath.Join(t.cfg.ProcFS, strconv.Itoa(pid))
+	e := identityEntry{start: start, cmd: Command{Role: RoleJVM}}
+	if b, err := readTruncated(filepath.Join(dir, "cmdline"), maxCmdlineBytes); err == nil {
+		e.cmd = ParseCmdline(b)
+	}
+	// environ is readable only with ptrace access; without it the command
+	// line alone decides.
+	if b, err := readTruncated(filepath.Join(dir, "environ"), maxEnvironBytes); err == nil {
+		env := ParseEnviron(b)
+		e.cmd = e.cmd.Merge(env)
+		e.pod = env.PodName
+	}
+	t.identities[pid] = e
+	return e
+}
+
+func classify(err error) string {
+	switch {
+	case isGone(err):
+		return ""
+	case errors.Is(err, ErrUntrusted):
+		return ReasonUntrusted
+	case errors.Is(err, ErrTooLarge):
+		return ReasonCorrupt
+	case isPermission(err):
+		return ReasonPermission
+	default:
+		return ReasonRead
+	}
+}
+
+func (t *Tracker) logFailure(c Candidate, reason string, err error, now time.Time) {
+	lvl := level.Warn
+	if reason == ReasonStale {
+		lvl = level.Debug
+	}
+	t.logOnce(fmt.Sprintf("%d/%s", c.PID, reason), now, lvl,
+		"msg", "skipping JVM", "pid", c.PID, "nspid", c.NSPID, "dir", c.Dir, "reason", reason, "err", err)
+}
+
+// logOnce logs at most once per logEvery for a key.
+func (t *Tracker) logOnce(key string, now time.Time, lvl func(log.Logger) log.Logger, keyvals ...interface{}) {
+	if at, ok := t.loggedAt[key]; ok && now.Sub(at) < logEvery {
+		return
+	}
+	t.loggedAt[key] = now
+	lvl(t.logger).Log(keyvals...)
+}
