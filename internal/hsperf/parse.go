@@ -46,6 +46,11 @@ const (
 	// allocation.
 	minEntrySize = entryHeaderSize + 2
 
+	// maxEntries bounds num_entries whatever the file size. HotSpot writes
+	// a few hundred counters (187 for JDK 17 with G1); a larger
+	// PerfDataMemorySize gives room, not more counters.
+	maxEntries = 1 << 16
+
 	byteOrderBig    = 0
 	byteOrderLittle = 1
 
@@ -175,8 +180,11 @@ func Parse(b []byte) (*Snapshot, error) {
 	if entryOffset < prologueSize || uint64(entryOffset) > uint64(end) {
 		return nil, fmt.Errorf("%w: entry_offset %d outside [%d, %d]", ErrMalformed, entryOffset, prologueSize, end)
 	}
-	if maxEntries := uint32((end - int(entryOffset)) / minEntrySize); numEntries > maxEntries {
+	if fit := uint32((end - int(entryOffset)) / minEntrySize); numEntries > fit {
 		return nil, fmt.Errorf("%w: %d entries cannot fit in %d bytes", ErrMalformed, numEntries, end-int(entryOffset))
+	}
+	if numEntries > maxEntries {
+		return nil, fmt.Errorf("%w: %d entries, at most %d expected", ErrMalformed, numEntries, maxEntries)
 	}
 
 	// One copy of the used bytes as a string: every name and string value

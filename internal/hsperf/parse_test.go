@@ -134,6 +134,13 @@ func TestParseBadInput(t *testing.T) {
 		{"entry_offset inside prologue", patch(good, func(b []byte) { le.PutUint32(b[24:], 4) }), ErrMalformed},
 		{"entry_offset huge", patch(good, func(b []byte) { le.PutUint32(b[24:], 0xfffffff0) }), ErrMalformed},
 		{"num_entries huge", patch(good, func(b []byte) { le.PutUint32(b[28:], 0xffffffff) }), ErrMalformed},
+		{"num_entries above the cap in a big file", func() []byte {
+			b := make([]byte, prologueSize+(maxEntries+1)*minEntrySize)
+			copy(b, good[:prologueSize])
+			le.PutUint32(b[8:], uint32(len(b)))
+			le.PutUint32(b[28:], maxEntries+1)
+			return b
+		}(), ErrMalformed},
 		{"num_entries one too many", patch(good, func(b []byte) { le.PutUint32(b[28:], 3) }), ErrTruncated},
 		{"entry_length 0", patch(good, func(b []byte) { le.PutUint32(b[first:], 0) }), ErrMalformed},
 		{"entry_length below header", patch(good, func(b []byte) { le.PutUint32(b[first:], entryHeaderSize-1) }), ErrMalformed},
