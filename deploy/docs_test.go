@@ -1,0 +1,213 @@
+package deploy
+
+import (
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/executor-exporter/executor_exporter/internal/testjvm"
+)
+
+// docMetric is a row of docs/metrics.md.
+type docMetric struct {
+	typ    string
+	labels []string // sorted; nil with dynamic when the names vary
+	dyn    bool
+}
+
+var (
+	metricRow     = regexp.MustCompile("(?m)^\\|\\s*`(executor_[a-z0-9_]+)`\\s*\\|\\s*([a-z]+)\\s*\\|([^|]*)\\|")
+	parenthetical = regexp.MustCompile(`\([^)]*\)`)
+	backticked    = regexp.MustCompile("`([^`]+)`")
+	identity      = []string{"pid", "role", "app_id", "executor_id"}
+)
+
+func readMetricsDoc(t *testing.T) map[string]docMetric {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(repoRoot(), "docs", "metrics.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]docMetric{}
+	for _, m := range metricRow.FindAllStringSubmatch(string(raw), -1) {
+		cell := parenthetical.ReplaceAllString(m[3], "")
+		d := docMetric{typ: m[2], labels: []string{}}
+		if strings.Contains(cell, "identity") {
+			d.labels = append(d.labels, identity...)
+		}
+		for _, l := range backticked.FindAllStringSubmatch(cell, -1) {
+			if strings.ContainsAny(l[1], "<>") {
+				d.dyn = true
+			}
+			d.labels = append(d.labels, l[1])
+		}
+		sort.Strings(d.labels)
+		out[m[1]] = d
+	}
+	if len(out) < 10 {
+		t.Fatalf("read only %d metric rows from docs/metrics.md", len(out))
+	}
+	return out
+}
+
+// TestMetricsDocMatchesScrape runs the built exporter with a real JVM on
+// the machine and checks every executor_* family it serves against
+// docs/metrics.md: documented, same type, same label names.
+func TestMetricsDocMatchesScrape(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the exporter and a JVM")
+	}
+	doc := readMetricsDoc(t)
+	jvm := testjvm.Start(t, testjvm.Options{
+		JVMArgs: []string{"-Xmx32m", "-XX:+UseSerialGC"},
+		Args:    []string{"--executor-id", "7", "--app-id", "app-docs", "--exit-after-s", "300"},
+	})
+	kmsg := filepath.Join(t.TempDir(), "kmsg")
+	if err := os.WriteFile(kmsg, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	cmd := exec.Command(exporterBinary(t), "--web.listen-address="+addr, "--cloud.provider=none",
+		"--oom.kmsg-path="+kmsg, "--jvm.sample-interval=0")
+	logs := &strings.Builder{}
+	cmd.Stderr = logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+
+	var families map[string]*dto.MetricFamily
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		families = scrapeFamilies(addr)
+		if f := families["executor_jvm_info"]; f != nil && slices.ContainsFunc(f.Metric, func(m *dto.Metric) bool {
+			return labelValue(m, "pid") == strconv.Itoa(jvm.PID)
+		}) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the exporter did not report JVM %d in 60s; its log:\n%s", jvm.PID, logs)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	checked := 0
+	for name, f := range families {
+		if !strings.HasPrefix(name, "executor_") {
+			continue
+		}
+		d, ok := doc[name]
+		if !ok {
+			t.Errorf("%s is served but not in docs/metrics.md", name)
+			continue
+		}
+		if got := strings.ToLower(f.GetType().String()); got != d.typ {
+			t.Errorf("%s is a %s, docs/metrics.md says %s", name, got, d.typ)
+		}
+		if d.dyn {
+			continue
+		}
+		seen := map[string]bool{}
+		for _, m := range f.Metric {
+			for _, l := range m.Label {
+				seen[l.GetName()] = true
+			}
+		}
+		got := make([]string, 0, len(seen))
+		for l := range seen {
+			got = append(got, l)
+		}
+		sort.Strings(got)
+		if !slices.Equal(got, d.labels) {
+			t.Errorf("%s has labels %v, docs/metrics.md says %v", name, got, d.labels)
+		}
+		checked++
+	}
+	// Node memory, the JVM's families and the scrape's own: well over 30.
+	if checked < 30 {
+		t.Errorf("checked only %d families; want the node's and the JVM's", checked)
+	}
+}
+
+func scrapeFamilies(addr string) map[string]*dto.MetricFamily {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil
+	}
+	return families
+}
+
+func labelValue(m *dto.Metric, name string) string {
+	for _, l := range m.Label {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// TestConfigurationDocListsEveryFlag: docs/configuration.md has a row for
+// every flag of `executor_exporter --help`, and no row for a flag that does
+// not exist.
+func TestConfigurationDocListsEveryFlag(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(repoRoot(), "docs", "configuration.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := map[string]bool{}
+	for _, m := range regexp.MustCompile("(?m)^\\|\\s*`--([a-z0-9.\\-]+)`").FindAllStringSubmatch(string(raw), -1) {
+		documented[m[1]] = true
+	}
+	known := exporterFlags(t)
+	for _, f := range sortedFlags(known) {
+		if f == "help" || f == "help-long" || f == "help-man" || f == "version" {
+			continue
+		}
+		if !documented[f] {
+			t.Errorf("--%s (from --help) has no row in docs/configuration.md", f)
+		}
+	}
+	for _, f := range sortedFlags(documented) {
+		if !known[f] {
+			t.Errorf("docs/configuration.md documents --%s, which executor_exporter --help does not list", f)
+		}
+	}
+}
+
+func sortedFlags(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
