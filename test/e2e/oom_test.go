@@ -244,6 +244,8 @@ func TestOOMKillNative(t *testing.T) {
 	killed := time.Now()
 	waitFor(t, 60*time.Second, "Prometheus: "+query, func() bool { return len(prom.query(t, query)) > 0 })
 	t.Logf("%s held %.1fs after the kill", query, time.Since(killed).Seconds())
+	alert := `ALERTS{alertname="ExecutorOOMKilled",alertstate="firing",executor_id="3",app_id="app-oom-test",cause="native"}`
+	waitFor(t, 30*time.Second, "the mixin's alert "+alert, func() bool { return len(prom.query(t, alert)) > 0 })
 	first := prom.query(t, `executor_oom_kills_total{executor_id="3",app_id="app-oom-test"}[5m]`)
 	if len(first) != 1 || len(first[0].Values) < 2 || first[0].Values[0][1] != "0" {
 		t.Errorf("in Prometheus the victim's series should start at 0 and then count: %+v", first)
@@ -314,12 +316,18 @@ func startPrometheus(t *testing.T) *promServer {
 	return p
 }
 
+// writeConfig scrapes target (none when empty) every second and loads the
+// mixin's generated rules and alerts, so the OOM-killed alert is checked on
+// a real kill.
 func (p *promServer) writeConfig(t *testing.T, target string) {
 	t.Helper()
-	cfg := "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs: []\n"
-	if target != "" {
-		cfg = "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n" +
-			"  - job_name: executor\n    static_configs:\n      - targets: ['" + target + "']\n"
+	generated := filepath.Join(testjvm.RepoRoot(), "mixin", "generated")
+	cfg := fmt.Sprintf("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"+
+		"rule_files:\n  - %q\n  - %q\n", filepath.Join(generated, "rules.yaml"), filepath.Join(generated, "alerts.yaml"))
+	if target == "" {
+		cfg += "scrape_configs: []\n"
+	} else {
+		cfg += "scrape_configs:\n  - job_name: executor_exporter\n    static_configs:\n      - targets: ['" + target + "']\n"
 	}
 	if err := os.WriteFile(filepath.Join(p.dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
@@ -340,7 +348,7 @@ func (p *promServer) scrape(t *testing.T, target string) {
 		t.Fatalf("prometheus reload: %s", resp.Status)
 	}
 	waitFor(t, 30*time.Second, "prometheus to scrape the exporter", func() bool {
-		return len(p.query(t, `up{job="executor"} == 1`)) > 0
+		return len(p.query(t, `up{job="executor_exporter"} == 1`)) > 0
 	})
 }
 
