@@ -48,11 +48,17 @@ func (t *Tracker) readJVM(c Candidate, table *procmem.ProcessTable, cgroups map[
 	if err != nil {
 		return JVM{}, ReasonCorrupt, err
 	}
-	// The table's start time rests on /proc/stat's btime, which is whole
-	// seconds and rounded down: it is up to 1s early, never late, so a live
-	// JVM is never taken for stale, and a file 3s older than its process is.
-	if stats.StartTime.IsZero() || stats.StartTime.Before(proc.StartTime.Add(-startSlack)) {
-		return JVM{}, ReasonStale, fmt.Errorf("hsperfdata of a JVM created at %v, the process started at %v", stats.StartTime, proc.StartTime)
+	ticks := hrtTicks(snap)
+	prev, had := t.ticks[c.PID]
+	had = had && prev.start.Equal(proc.StartTime)
+	mark := tickMark{start: proc.StartTime, ticks: ticks, at: now}
+	if had && ticks == prev.ticks {
+		mark.at = prev.at // since when it stands still
+	}
+	t.ticks[c.PID] = mark
+	if isStale(stats.StartTime, proc.StartTime, prev, had, ticks, now) {
+		return JVM{}, ReasonStale, fmt.Errorf("hsperfdata of a JVM created at %v (timer %d, before %d), the process started at %v",
+			stats.StartTime, ticks, prev.ticks, proc.StartTime)
 	}
 
 	id := t.identity(c.PID, proc.StartTime)
@@ -92,6 +98,50 @@ func (t *Tracker) readJVM(c Candidate, table *procmem.ProcessTable, cgroups map[
 		j.CgroupPath, j.CgroupLimit, j.CgroupUsage = cg.Path, cg.Limit, cg.Usage
 	}
 	return j, "", nil
+}
+
+// tickMark is a JVM's high-resolution timer as last read: a live JVM's
+// StatSampler moves it every PerfDataSamplingInterval (50 ms by default); a
+// dead JVM's file keeps it frozen.
+type tickMark struct {
+	start time.Time // process start, so a reused pid starts afresh
+	ticks int64
+	at    time.Time // when ticks took this value
+}
+
+// frozenAfter is how long a timer may stand still before its file is taken
+// for a dead JVM's. The sampler runs on HotSpot's WatcherThread, not held
+// by GC pauses; the margin is for JVMs that sample less often than the
+// default and for stalls of the whole machine.
+const frozenAfter = time.Minute
+
+// isStale decides whether an hsperfdata file belongs to a JVM that is gone,
+// its pid reused by the process now there. The file records the wall-clock
+// time the VM was created, and a JVM is created after its process starts,
+// so a file older than the process is stale — the process start rests on
+// /proc/stat's btime, whole seconds rounded down, so it is up to 1s early,
+// never late. A wall clock stepped forward after the JVM started makes a
+// live JVM look older than its process too; a timer seen moving since the
+// last scan overrules the clocks, so such a JVM is missed for one scan, not
+// until it restarts. A timer standing still for frozenAfter is stale
+// whatever the clocks say.
+func isStale(created, procStart time.Time, prev tickMark, had bool, ticks int64, now time.Time) bool {
+	if had && ticks == prev.ticks && now.Sub(prev.at) >= frozenAfter {
+		return true
+	}
+	moving := had && ticks > prev.ticks
+	return !moving && (created.IsZero() || created.Before(procStart.Add(-startSlack)))
+}
+
+// hrtTicks returns sun.os.hrt.ticks, or 0 when the file has none. A linear
+// look avoids building the snapshot's name index for one counter.
+func hrtTicks(snap *hsperf.Snapshot) int64 {
+	for _, e := range snap.Entries {
+		if e.Name == "sun.os.hrt.ticks" && e.Type == hsperf.TypeLong {
+			return e.Long
+		}
+	}
+	return 0
 }
 
 // cgroupMemory reads the memory cgroup of pid once per scan and cgroup:

@@ -30,10 +30,9 @@ const (
 	maxEnvironBytes = 256 << 10 // the Spark variables are set by the launcher, early in the block
 	// startSlack absorbs clock granularity and small wall-clock steps when
 	// comparing the process start (whole-second boot time + 10 ms ticks)
-	// with the JVM's creation time (wall-clock ms). A JVM is created after its process
-	// starts, so only a file older than the process is stale; the slack
-	// means a pid reused within it goes unnoticed, which pid allocation
-	// (cycling through pid_max) makes rare.
+	// with the JVM's creation time (wall-clock ms); see isStale. A pid
+	// reused within it is caught once the dead JVM's timer has stood still
+	// for frozenAfter.
 	startSlack = 2 * time.Second
 	// logEvery bounds how often one JVM's failure is logged: a broken JVM
 	// must not write a line every few seconds.
@@ -88,6 +87,7 @@ type Tracker struct {
 	identities map[int]identityEntry
 	loggedAt   map[string]time.Time
 	buf        []byte // hsperfdata read buffer, reused across JVMs and scans
+	ticks      map[int]tickMark
 
 	mu      sync.RWMutex // guards samples and errors, read without waiting for a scan
 	samples map[int]Sample
@@ -113,6 +113,7 @@ func NewTracker(cfg Config, logger log.Logger) (*Tracker, error) {
 		fs:         fs,
 		logger:     logger,
 		identities: map[int]identityEntry{},
+		ticks:      map[int]tickMark{},
 		loggedAt:   map[string]time.Time{},
 		samples:    map[int]Sample{},
 		errors:     map[string]uint64{},
@@ -270,6 +271,11 @@ func (t *Tracker) scan() (View, error) {
 	for pid := range t.identities {
 		if _, ok := table.Process(pid); !ok {
 			delete(t.identities, pid)
+		}
+	}
+	for pid := range t.ticks {
+		if _, ok := table.Process(pid); !ok {
+			delete(t.ticks, pid)
 		}
 	}
 	for k, at := range t.loggedAt {
