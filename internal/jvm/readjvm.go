@@ -42,11 +42,11 @@ func (t *Tracker) readJVM(c Candidate, table *procmem.ProcessTable, cgroups map[
 	t.buf = data // reused by the next read; Stats copies what it keeps
 	snap, err := hsperf.Parse(data)
 	if err != nil {
-		return JVM{}, ReasonCorrupt, err
+		return JVM{}, parseFailure(err, proc.StartTime, now), err
 	}
 	stats, err := snap.Stats()
 	if err != nil {
-		return JVM{}, ReasonCorrupt, err
+		return JVM{}, parseFailure(err, proc.StartTime, now), err
 	}
 	ticks := hrtTicks(snap)
 	prev, had := t.ticks[c.PID]
@@ -181,6 +181,21 @@ func (t *Tracker) identity(pid int, start time.Time) identityEntry {
 	}
 	t.identities[pid] = e
 	return e
+}
+
+// startupGrace is how long a JVM may take to publish its counters: HotSpot
+// creates the file empty, zeroed, then with accessible=0, and fills it in
+// while the VM initialises.
+const startupGrace = 30 * time.Second
+
+// parseFailure says why hsperfdata did not parse: a young JVM still writing
+// its counters is no failure (it is read on the next scan); anything else,
+// including a file that stays inaccessible, is corrupt.
+func parseFailure(err error, started, now time.Time) string {
+	if errors.Is(err, hsperf.ErrNotAccessible) && now.Sub(started) < startupGrace {
+		return ""
+	}
+	return ReasonCorrupt
 }
 
 func classify(err error) string {

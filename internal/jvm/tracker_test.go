@@ -2,6 +2,7 @@ package jvm
 
 import (
 	"bytes"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/go-kit/log"
 
+	"github.com/executor-exporter/executor_exporter/internal/hsperf"
 	"github.com/executor-exporter/executor_exporter/internal/testjvm"
 )
 
@@ -207,5 +209,24 @@ func TestTrackerBackground(t *testing.T) {
 	idle.Stop() // never started: must not hang
 	if _, err := NewTracker(Config{ProcFS: "/proc"}, log.NewNopLogger()); err == nil {
 		t.Error("a tracker with no room for JVMs was built")
+	}
+}
+
+func TestParseFailureGivesStartingJVMsGrace(t *testing.T) {
+	now := time.Now()
+	notReady := fmt.Errorf("prologue: %w", hsperf.ErrNotAccessible)
+	for _, tc := range []struct {
+		name    string
+		err     error
+		started time.Time
+		want    string
+	}{
+		{"starting JVM not yet accessible", notReady, now.Add(-time.Second), ""},
+		{"old JVM never accessible", notReady, now.Add(-time.Hour), ReasonCorrupt},
+		{"starting JVM with a bad magic", hsperf.ErrBadMagic, now.Add(-time.Second), ReasonCorrupt},
+	} {
+		if got := parseFailure(tc.err, tc.started, now); got != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }
