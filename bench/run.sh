@@ -8,6 +8,7 @@
 #   bench/run.sh            # 1, 20 and 100 JVMs
 #   bench/run.sh 1 20       # other JVM counts
 #   SCRAPES=500 bench/run.sh
+#   EXTRA_PROCS=500 bench/run.sh 20   # a busier node: 500 more (sleeping) processes
 #
 # Writes bench/results/latest.jsonl and prints the summary table that
 # docs/performance.md shows. Everything listens on 127.0.0.1 only.
@@ -22,7 +23,7 @@ ee_port="${EE_PORT:-19482}"
 idle_port="${IDLE_PORT:-19483}"
 ne_port="${NE_PORT:-19100}"
 results="$root/bench/results"
-out="$results/latest.jsonl"
+out="$results/${OUT_NAME:-latest}.jsonl"
 mkdir -p "$results"
 
 need=()
@@ -60,6 +61,13 @@ ee_pid=$!; pids+=("$ee_pid")
 idle_pid=$!; pids+=("$idle_pid")
 prometheus-node-exporter --web.listen-address="127.0.0.1:$ne_port" --log.level=warn 2>"$work/ne.log" &
 ne_pid=$!; pids+=("$ne_pid")
+
+# A Kubernetes node runs hundreds of processes; a bare container a few dozen.
+# Discovery looks at every process, so add some to see what that costs.
+for ((i = 0; i < ${EXTRA_PROCS:-0}; i++)); do
+  sleep 7200 &
+  pids+=("$!")
+done
 
 wait_http() {
   for _ in $(seq 100); do curl -sf -o /dev/null "$1" && return 0; sleep 0.1; done

@@ -54,6 +54,7 @@ def main():
         "bytes": len(body),
         "jvms_seen": int(seen[0]) if seen else None,
         "loadavg": open("/proc/loadavg").read().split()[0],
+        "processes": sum(1 for d in os.listdir("/proc") if d.isdigit()),
         "cpu_seconds_per_scrape": (after - before) / count,
         "latency_median_seconds": statistics.median(latencies),
         "latency_p90_seconds": latencies[int(0.9 * (count - 1))],
