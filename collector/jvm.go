@@ -3,13 +3,12 @@ package collector
 import (
 	"errors"
 	"strconv"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/go-kit/log"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/executor-exporter/executor_exporter/internal/jvm"
+	"github.com/executor-exporter/executor_exporter/internal/labelvalue"
 )
 
 func init() {
@@ -24,7 +23,7 @@ func init() {
 
 // maxLabelBytes caps every label value taken from a JVM: command lines and
 // environments belong to whoever started the process.
-const maxLabelBytes = 128
+const maxLabelBytes = labelvalue.MaxBytes
 
 // identityLabels are on every per-process series.
 var identityLabels = []string{"pid", "role", "app_id", "executor_id"}
@@ -175,18 +174,5 @@ func (c *jvmCollector) updateJVM(ch chan<- prometheus.Metric, j *jvm.JVM) {
 	}
 }
 
-// labelValue makes a string from a JVM safe as a label value: valid UTF-8
-// and at most maxLabelBytes, cut at a rune boundary.
-func labelValue(s string) string {
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "\uFFFD")
-	}
-	if len(s) <= maxLabelBytes {
-		return s
-	}
-	cut := maxLabelBytes
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut]
-}
+// labelValue makes a string from a JVM safe as a label value.
+func labelValue(s string) string { return labelvalue.Cap(s, maxLabelBytes) }

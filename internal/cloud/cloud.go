@@ -11,7 +11,8 @@ package cloud
 import (
 	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/executor-exporter/executor_exporter/internal/labelvalue"
 )
 
 // Provider names, as they appear in the provider label and in
@@ -93,21 +94,13 @@ type Notice struct {
 // MaxLabelValueBytes caps every value taken from a metadata service or a
 // node label: they end up as label values, and a hostile or broken
 // service must not be able to blow up the exporter's memory or series size.
-const MaxLabelValueBytes = 128
+const MaxLabelValueBytes = labelvalue.MaxBytes
 
 // CleanValue makes s safe to use as a label value: valid UTF-8, no
 // surrounding white space, at most MaxLabelValueBytes bytes, cut on a rune
 // boundary.
 func CleanValue(s string) string {
-	s = strings.TrimSpace(strings.ToValidUTF8(s, "\uFFFD"))
-	if len(s) <= MaxLabelValueBytes {
-		return s
-	}
-	cut := MaxLabelValueBytes
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut]
+	return labelvalue.Cap(strings.TrimSpace(s), MaxLabelValueBytes)
 }
 
 // clean applies CleanValue to every field.

@@ -9,7 +9,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/executor-exporter/executor_exporter/internal/labelvalue"
 )
 
 // Constraints the kernel names in the oom-kill: line (enum oom_constraint).
@@ -269,14 +270,4 @@ func cutLast(s, sep string) (before, after string, found bool) {
 // capString bounds a string taken from the kernel log and keeps it valid
 // UTF-8: /dev/kmsg escapes bytes it considers unprintable, but a plain file
 // fed in tests need not.
-func capString(s string) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= maxFieldBytes {
-		return s
-	}
-	cut := maxFieldBytes
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut]
-}
+func capString(s string) string { return labelvalue.Cap(s, maxFieldBytes) }
