@@ -1,159 +1,25 @@
 package e2e
 
 import (
-	"bytes"
-	"fmt"
-	"io"
-	"net"
-	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/executor-exporter/executor_exporter/internal/cloud/cloudtest"
+	"github.com/executor-exporter/executor_exporter/internal/testjvm"
 )
 
 // The cloud end-to-end tests run the built binary with --path.sysfs at a
 // DMI fixture (testdata/cloud/<provider>/class/dmi/id) and the provider's
 // metadata URL at a loopback stand-in that answers as the real service
 // does (IMDSv2 tokens, Metadata-Flavor, Metadata: true). Their helpers are
-// self-contained and prefixed "cloud".
+// prefixed "cloud"; starting and scraping the binary is harness_test.go's.
 
-var (
-	cloudBuildOnce sync.Once
-	cloudBinPath   string
-	cloudBuildErr  error
-)
-
-// cloudRepoRoot walks up from the test's directory to go.mod.
-func cloudRepoRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the test directory")
-		}
-		dir = parent
-	}
-}
-
-// cloudExporterBinary returns $EXPORTER_BIN or builds the exporter once.
-func cloudExporterBinary(t testing.TB) string {
-	t.Helper()
-	if p := os.Getenv("EXPORTER_BIN"); p != "" {
-		return p
-	}
-	root := cloudRepoRoot(t)
-	cloudBuildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "executor-exporter-cloud-e2e-")
-		if err != nil {
-			cloudBuildErr = err
-			return
-		}
-		cloudBinPath = filepath.Join(dir, "executor_exporter")
-		cmd := exec.Command("go", "build", "-o", cloudBinPath, "./cmd/executor_exporter")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			cloudBuildErr = fmt.Errorf("go build: %v: %s", err, out)
-		}
-	})
-	if cloudBuildErr != nil {
-		t.Fatal(cloudBuildErr)
-	}
-	return cloudBinPath
-}
-
-func cloudFreeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-type cloudSyncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *cloudSyncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *cloudSyncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// cloudStartExporter runs the binary on a free loopback port with args and
-// returns its address; it is stopped (and its log shown on failure) when
-// the test ends.
-func cloudStartExporter(t *testing.T, args ...string) string {
-	t.Helper()
-	addr := cloudFreeAddr(t)
-	logs := &cloudSyncBuffer{}
-	cmd := exec.Command(cloudExporterBinary(t), append([]string{"--web.listen-address=" + addr}, args...)...)
-	cmd.Stdout, cmd.Stderr = logs, logs
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("exporter log:\n%s", logs.String())
-		}
-	})
-	return addr
-}
-
-// cloudScrape GETs /metrics; an error (not yet listening) is returned, not
-// fatal, so callers can wait on it.
-func cloudScrape(addr string) (string, map[string]*dto.MetricFamily, error) {
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		return "", nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return "", nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return "", nil, fmt.Errorf("GET /metrics: %s", resp.Status)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(strings.NewReader(string(body)))
-	return string(body), families, err
+// cloudSysfs is the DMI fixture of a provider.
+func cloudSysfs(provider string) string {
+	return filepath.Join(testjvm.RepoRoot(), "test", "e2e", "testdata", "cloud", provider)
 }
 
 // cloudLabels returns the labels of the first series of name.
@@ -184,37 +50,18 @@ func cloudPending(families map[string]*dto.MetricFamily, event string) (float64,
 
 // cloudWaitScrape scrapes until cond holds on a scrape; the timeout bounds
 // a broken test's hang and asserts nothing about speed.
-func cloudWaitScrape(t *testing.T, addr, what string, cond func(map[string]*dto.MetricFamily) bool) (string, map[string]*dto.MetricFamily) {
+func cloudWaitScrape(t *testing.T, e *exporter, what string, cond func(map[string]*dto.MetricFamily) bool) (string, map[string]*dto.MetricFamily) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	var lastErr error
-	for time.Now().Before(deadline) {
-		text, families, err := cloudScrape(addr)
-		if err == nil && cond(families) {
-			return text, families
-		}
-		lastErr = err
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s (last scrape error: %v)", what, lastErr)
-	return "", nil
-}
-
-func cloudPromtoolCheck(t *testing.T, text string) {
-	t.Helper()
-	promtool, err := exec.LookPath("promtool")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("promtool not found; CI installs it (scripts/install-test-deps.sh)")
-		}
-		t.Logf("promtool not found, scrape not checked by it")
-		return
-	}
-	cmd := exec.Command(promtool, "check", "metrics")
-	cmd.Stdin = strings.NewReader(text)
-	if out, err := cmd.CombinedOutput(); err != nil || len(bytes.TrimSpace(out)) > 0 {
-		t.Fatalf("promtool check metrics: %v\n%s", err, out)
-	}
+	var (
+		text     string
+		families map[string]*dto.MetricFamily
+	)
+	waitFor(t, 30*time.Second, what, func() bool {
+		text = e.scrapeText(t)
+		families = parseMetrics(t, text)
+		return cond(families)
+	})
+	return text, families
 }
 
 func TestCloudInstanceInfoPerProvider(t *testing.T) {
@@ -256,13 +103,13 @@ func TestCloudInstanceInfoPerProvider(t *testing.T) {
 	} {
 		t.Run(tc.provider, func(t *testing.T) {
 			server := tc.server(t)
-			addr := cloudStartExporter(t,
-				"--path.sysfs="+filepath.Join(cloudRepoRoot(t), "test", "e2e", "testdata", "cloud", tc.provider),
+			e := startExporter(t,
+				"--path.sysfs="+cloudSysfs(tc.provider),
 				"--cloud.provider=auto",
 				"--cloud."+tc.provider+".metadata-url="+server.URL,
 				"--cloud.interruption-poll-interval=100ms",
 			)
-			_, families := cloudWaitScrape(t, addr, "executor_instance_info", func(f map[string]*dto.MetricFamily) bool {
+			_, families := cloudWaitScrape(t, e, "executor_instance_info", func(f map[string]*dto.MetricFamily) bool {
 				_, _, ok := cloudLabels(f, "executor_instance_info")
 				return ok
 			})
@@ -279,16 +126,16 @@ func TestCloudInstanceInfoPerProvider(t *testing.T) {
 				t.Errorf("labels %v, want exactly %v", labels, tc.want)
 			}
 
-			cloudWaitScrape(t, addr, tc.event+" pending 0", func(f map[string]*dto.MetricFamily) bool {
+			cloudWaitScrape(t, e, tc.event+" pending 0", func(f map[string]*dto.MetricFamily) bool {
 				v, ok := cloudPending(f, tc.event)
 				return ok && v == 0
 			})
 			tc.announce(server)
-			text, _ := cloudWaitScrape(t, addr, tc.event+" pending 1", func(f map[string]*dto.MetricFamily) bool {
+			text, _ := cloudWaitScrape(t, e, tc.event+" pending 1", func(f map[string]*dto.MetricFamily) bool {
 				v, ok := cloudPending(f, tc.event)
 				return ok && v == 1
 			})
-			cloudPromtoolCheck(t, text)
+			promtoolCheckMetrics(t, text)
 		})
 	}
 }
@@ -297,14 +144,14 @@ func TestCloudNoCloudAsksNoMetadataService(t *testing.T) {
 	// Every metadata URL at one counting stub: a machine whose DMI names no
 	// cloud must not send it a single request.
 	stub := cloudtest.NewAWS(t, cloudtest.AWSOptions{})
-	addr := cloudStartExporter(t,
-		"--path.sysfs="+filepath.Join(cloudRepoRoot(t), "test", "e2e", "testdata", "cloud", "none"),
+	e := startExporter(t,
+		"--path.sysfs="+cloudSysfs("none"),
 		"--cloud.aws.metadata-url="+stub.URL,
 		"--cloud.gcp.metadata-url="+stub.URL,
 		"--cloud.azure.metadata-url="+stub.URL,
 		"--cloud.interruption-poll-interval=50ms",
 	)
-	_, families := cloudWaitScrape(t, addr, "executor_instance_info", func(f map[string]*dto.MetricFamily) bool {
+	_, families := cloudWaitScrape(t, e, "executor_instance_info", func(f map[string]*dto.MetricFamily) bool {
 		_, _, ok := cloudLabels(f, "executor_instance_info")
 		return ok
 	})
