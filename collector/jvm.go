@@ -85,7 +85,7 @@ func NewJVMCollector(tracker *jvm.Tracker, logger log.Logger) Collector {
 }
 
 func (c *jvmCollector) Update(ch chan<- prometheus.Metric) error {
-	view, err := c.tracker.Refresh()
+	view, err := c.tracker.Current()
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,9 @@ var (
 	jvmRetention = kingpin.Flag("jvm.retention",
 		"How long the last sample of a JVM that is gone is kept, to attribute OOM kills reported later.").
 		Default("10m").Duration()
+	jvmMaxSampleAge = kingpin.Flag("jvm.max-sample-age",
+		"A scrape serves the last background sample when it is younger than this, instead of reading every JVM again; 0 reads on every scrape.").
+		Default("5s").Duration()
 	jvmMaxProcesses = kingpin.Flag("jvm.max-processes",
 		"Most JVMs tracked at once (a cardinality guard); more are counted in executor_jvm_processes_dropped.").
 		Default("200").Int()
@@ -55,6 +58,7 @@ func jvmTrackerConfig(paths Paths) jvm.Config {
 		Interval:     *jvmSampleInterval,
 		Retention:    *jvmRetention,
 		MaxProcesses: *jvmMaxProcesses,
+		MaxAge:       *jvmMaxSampleAge,
 	}
 }
 

@@ -47,6 +47,9 @@ type Config struct {
 	Interval     time.Duration // background sampling; 0 samples only on Refresh
 	Retention    time.Duration // how long the last sample of a gone JVM is kept
 	MaxProcesses int           // cardinality guard: JVMs beyond it are not read
+	// MaxAge lets Current serve a view younger than this instead of
+	// reading every JVM again; 0 reads on every call.
+	MaxAge time.Duration
 }
 
 // JVM is everything read about one JVM in one refresh.
@@ -178,6 +181,22 @@ func (t *Tracker) ErrorCounts() map[string]uint64 {
 		out[k] = v
 	}
 	return out
+}
+
+// Current returns the last view if it is younger than MaxAge, and reads
+// every JVM otherwise. With background sampling on, a scrape then costs
+// only the encoding of the series: the reading was already paid for by the
+// sampling that OOM attribution needs anyway.
+func (t *Tracker) Current() (View, error) {
+	if t.cfg.MaxAge > 0 {
+		t.refreshMu.Lock()
+		view, done := t.view, t.lastDone
+		t.refreshMu.Unlock()
+		if !done.IsZero() && time.Since(done) < t.cfg.MaxAge {
+			return view, nil
+		}
+	}
+	return t.Refresh()
 }
 
 // Refresh reads every JVM now. Callers that arrive while a scan runs wait

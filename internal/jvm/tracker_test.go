@@ -230,3 +230,30 @@ func TestParseFailureGivesStartingJVMsGrace(t *testing.T) {
 		}
 	}
 }
+
+func TestCurrentServesAViewYoungerThanMaxAge(t *testing.T) {
+	for _, tc := range []struct {
+		maxAge time.Duration
+		reuse  bool
+	}{
+		{maxAge: time.Hour, reuse: true},
+		{maxAge: 0, reuse: false},
+	} {
+		tr, err := NewTracker(Config{ProcFS: "/proc", SysFS: "/sys", Retention: time.Minute, MaxProcesses: 10, MaxAge: tc.maxAge}, log.NewNopLogger())
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, err := tr.Current()
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Millisecond) // so a second scan has a later time
+		second, err := tr.Current()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reused := second.Time.Equal(first.Time); reused != tc.reuse {
+			t.Errorf("MaxAge %v: second view reused = %v, want %v", tc.maxAge, reused, tc.reuse)
+		}
+	}
+}
