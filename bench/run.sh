@@ -21,6 +21,7 @@ read -r -a counts <<<"${counts[*]}"
 scrapes="${SCRAPES:-300}"
 ee_port="${EE_PORT:-19482}"
 idle_port="${IDLE_PORT:-19483}"
+default_port="${DEFAULT_PORT:-19484}"
 ne_port="${NE_PORT:-19100}"
 results="$root/bench/results"
 out="$results/${OUT_NAME:-latest}.jsonl"
@@ -50,12 +51,19 @@ trap cleanup EXIT INT TERM
 make -s build >/dev/null
 javac -d "$work/classes" $(find test/java -name '*.java')
 
-# The exporter under test samples only when scraped (--jvm.sample-interval=0)
-# so a scrape's cost is all of its cost; a second one, with the default 5s
-# background sampling, is never scraped and measures what sampling costs.
+# Three executor_exporters:
+#   fresh    --jvm.sample-interval=0: every scrape reads every JVM, so a
+#            scrape's CPU is the whole cost of one reading of the machine;
+#   default  the default flags, scraped: a scrape serves the background
+#            sample (younger than --jvm.max-sample-age) when there is one;
+#   idle     the default flags, never scraped: what background sampling
+#            (every --jvm.sample-interval, 5 s) costs.
 ./executor_exporter --web.listen-address="127.0.0.1:$ee_port" --jvm.sample-interval=0 \
   --cloud.provider=none --log.level=warn 2>"$work/ee.log" &
 ee_pid=$!; pids+=("$ee_pid")
+./executor_exporter --web.listen-address="127.0.0.1:$default_port" \
+  --cloud.provider=none --log.level=warn 2>"$work/default.log" &
+default_pid=$!; pids+=("$default_pid")
 ./executor_exporter --web.listen-address="127.0.0.1:$idle_port" \
   --cloud.provider=none --log.level=warn 2>"$work/idle.log" &
 idle_pid=$!; pids+=("$idle_pid")
@@ -75,6 +83,7 @@ wait_http() {
 }
 wait_http "http://127.0.0.1:$ee_port/metrics"
 wait_http "http://127.0.0.1:$idle_port/metrics"
+wait_http "http://127.0.0.1:$default_port/metrics"
 wait_http "http://127.0.0.1:$ne_port/metrics"
 
 # JVMs of this benchmark the exporter sees (other JVMs on the machine are
@@ -119,6 +128,8 @@ for n in "${counts[@]}"; do
   sleep 2
   python3 bench/scrape.py "http://127.0.0.1:$ee_port/metrics" "$ee_pid" "$scrapes" |
     sed "s/^{/{\"kind\":\"scrape\",\"target\":\"executor_exporter\",\"jvms\":$n,/" >>"$out"
+  python3 bench/scrape.py "http://127.0.0.1:$default_port/metrics" "$default_pid" "$scrapes" |
+    sed "s/^{/{\"kind\":\"scrape\",\"target\":\"executor_exporter_default\",\"jvms\":$n,/" >>"$out"
   python3 bench/scrape.py "http://127.0.0.1:$ne_port/metrics" "$ne_pid" "$((scrapes / 3))" |
     sed "s/^{/{\"kind\":\"scrape\",\"target\":\"node_exporter\",\"jvms\":$n,/" >>"$out"
 

@@ -41,12 +41,14 @@ def main():
             if line.startswith("executor_jvm_processes ")]
     latencies = []
     before = cpu_seconds(pid)
+    began = time.perf_counter()
     for _ in range(count):
         start = time.perf_counter()
         with urllib.request.urlopen(url, timeout=30) as resp:
             resp.read()
         latencies.append(time.perf_counter() - start)
     after = cpu_seconds(pid)
+    seconds = time.perf_counter() - began
     latencies.sort()
     print(json.dumps({
         "url": url,
@@ -55,6 +57,7 @@ def main():
         "jvms_seen": int(seen[0]) if seen else None,
         "loadavg": open("/proc/loadavg").read().split()[0],
         "processes": sum(1 for d in os.listdir("/proc") if d.isdigit()),
+        "seconds": seconds,
         "cpu_seconds_per_scrape": (after - before) / count,
         "latency_median_seconds": statistics.median(latencies),
         "latency_p90_seconds": latencies[int(0.9 * (count - 1))],

@@ -60,5 +60,32 @@ def main():
             f"{bg['cpu_seconds_per_second'] * 1e3:.2f} ms/s, RSS {mib(bg['rss_bytes'])}" if bg else "-"))
 
 
+
+def default_flags_table(path):
+    """The exporter as deployed (background sampling, scrapes served from
+    the last sample) against node_exporter."""
+    rows = [json.loads(line) for line in open(path) if line.strip()]
+    scrape = {(r["target"], r["jvms"]): r for r in rows if r["kind"] == "scrape"}
+    background = {r["jvms"]: r for r in rows if r["kind"] == "background"}
+    counts = sorted({n for t, n in scrape if t == "executor_exporter_default"})
+    if not counts:
+        return
+    print()
+    print("| JVMs (seen) | default flags: CPU / scrape | net of background sampling | node_exporter CPU / scrape | ratio (net) | "
+          "background sampling | total at a 30 s scrape interval |")
+    print("|---|---|---|---|---|---|---|")
+    for n in counts:
+        d, ne = scrape[("executor_exporter_default", n)], scrape[("node_exporter", n)]
+        bg = background.get(n, {}).get("cpu_seconds_per_second", 0.0)
+        # The loop ran `seconds`; the sampler ran meanwhile and is not the
+        # scrape's cost.
+        net = max(0.0, d["cpu_seconds_per_scrape"] - bg * d.get("seconds", 0) / d["scrapes"])
+        print("| {} ({}) | {} | {} | {} | {:.2f}× | {:.2f} ms/s | {:.1f} millicores |".format(
+            n, d.get("jvms_seen"), ms(d["cpu_seconds_per_scrape"]), ms(net), ms(ne["cpu_seconds_per_scrape"]),
+            net / ne["cpu_seconds_per_scrape"] if ne["cpu_seconds_per_scrape"] else float("inf"),
+            bg * 1e3, (bg + net / 30) * 1e3))
+
+
 if __name__ == "__main__":
     main()
+    default_flags_table(sys.argv[1])
