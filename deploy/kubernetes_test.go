@@ -269,3 +269,28 @@ func kubernetesCalls(t *testing.T, dir string) (paths, methods []string) {
 	slices.Sort(methods)
 	return slices.Compact(paths), slices.Compact(methods)
 }
+
+// TestOOMPrivilegedOverlay: the opt-in overlay for /dev/kmsg differs from
+// the base only in making the container privileged, in a way the API
+// server accepts (privileged excludes allowPrivilegeEscalation: false).
+func TestOOMPrivilegedOverlay(t *testing.T) {
+	base := parseManifests(t, kustomize(t, "deploy/kubernetes"))
+	over := parseManifests(t, kustomize(t, "deploy/kubernetes/oom-privileged"))
+	if len(base) != len(over) {
+		t.Fatalf("overlay renders %d documents, base %d", len(over), len(base))
+	}
+	var ds daemonSet
+	decodeStrict(t, over, "DaemonSet", &ds)
+	sc := ds.Spec.Template.Spec.Containers[0].SecurityContext
+	if sc.Privileged == nil || !*sc.Privileged {
+		t.Error("oom-privileged does not make the container privileged")
+	}
+	if sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation {
+		t.Error("privileged with allowPrivilegeEscalation: false is rejected by the API server")
+	}
+	for i := range base {
+		if base[i].Kind != "DaemonSet" && string(base[i].raw) != string(over[i].raw) {
+			t.Errorf("%s %s differs between base and oom-privileged", base[i].Kind, base[i].Metadata.Name)
+		}
+	}
+}
