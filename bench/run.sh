@@ -52,13 +52,14 @@ make -s build >/dev/null
 javac -d "$work/classes" $(find test/java -name '*.java')
 
 # Three executor_exporters:
-#   fresh    --jvm.sample-interval=0: every scrape reads every JVM, so a
+#   fresh    --jvm.sample-interval=0 --jvm.max-sample-age=0: every scrape
+#            reads every JVM (nothing in the background), so a
 #            scrape's CPU is the whole cost of one reading of the machine;
 #   default  the default flags, scraped: a scrape serves the background
 #            sample (younger than --jvm.max-sample-age) when there is one;
 #   idle     the default flags, never scraped: what background sampling
 #            (every --jvm.sample-interval, 5 s) costs.
-./executor_exporter --web.listen-address="127.0.0.1:$ee_port" --jvm.sample-interval=0 \
+./executor_exporter --web.listen-address="127.0.0.1:$ee_port" --jvm.sample-interval=0 --jvm.max-sample-age=0 \
   --cloud.provider=none --log.level=warn 2>"$work/ee.log" &
 ee_pid=$!; pids+=("$ee_pid")
 ./executor_exporter --web.listen-address="127.0.0.1:$default_port" \

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Scrape a metrics URL COUNT times in a row and report what one scrape cost
-the server: CPU time (utime+stime of PID from /proc/PID/stat, before and
-after) and latency as this client saw it. Prints one JSON object.
+"""Scrape a metrics URL COUNT times in a row, with the headers Prometheus
+sends (OpenMetrics or text, gzip), and report what one scrape cost the
+server: CPU time (utime+stime of PID from /proc/PID/stat, before and after)
+and latency as this client saw it. Prints one JSON object.
 
 usage: scrape.py URL PID COUNT
 """
@@ -10,7 +11,24 @@ import os
 import statistics
 import sys
 import time
+import gzip
 import urllib.request
+
+# What Prometheus 2.x asks for; both exporters then compress.
+HEADERS = {
+    "Accept": "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,"
+              "text/plain;version=0.0.4;q=0.5,*/*;q=0.1",
+    "Accept-Encoding": "gzip",
+}
+
+
+def fetch(url):
+    req = urllib.request.Request(url, headers=HEADERS)
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        raw = resp.read()
+        if resp.headers.get("Content-Encoding") == "gzip":
+            return raw, gzip.decompress(raw)
+        return raw, raw
 
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -35,7 +53,7 @@ def rss_bytes(pid):
 
 def main():
     url, pid, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    body = urllib.request.urlopen(url, timeout=30).read()  # warm-up
+    wire, body = fetch(url)  # warm-up
     # JVMs the exporter reads: the benchmark's and any other on the machine.
     seen = [float(line.split()[1]) for line in body.decode().splitlines()
             if line.startswith("executor_jvm_processes ")]
@@ -44,8 +62,7 @@ def main():
     began = time.perf_counter()
     for _ in range(count):
         start = time.perf_counter()
-        with urllib.request.urlopen(url, timeout=30) as resp:
-            resp.read()
+        fetch(url)
         latencies.append(time.perf_counter() - start)
     after = cpu_seconds(pid)
     seconds = time.perf_counter() - began
@@ -54,6 +71,7 @@ def main():
         "url": url,
         "scrapes": count,
         "bytes": len(body),
+        "wire_bytes": len(wire),
         "jvms_seen": int(seen[0]) if seen else None,
         "loadavg": open("/proc/loadavg").read().split()[0],
         "processes": sum(1 for d in os.listdir("/proc") if d.isdigit()),
