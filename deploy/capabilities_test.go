@@ -36,6 +36,21 @@ func boundedCommand(t *testing.T, caps []string, argv ...string) *exec.Cmd {
 	return exec.Command(setpriv, args...)
 }
 
+// ambientCommand runs argv as an unprivileged uid holding caps as ambient
+// capabilities, as the systemd unit does (DynamicUser=yes,
+// AmbientCapabilities=...).
+func ambientCommand(t *testing.T, uid string, caps []string, argv ...string) *exec.Cmd {
+	t.Helper()
+	setpriv := requireTool(t, "setpriv")
+	args := []string{"--reuid=" + uid, "--regid=" + uid, "--clear-groups"}
+	if len(caps) > 0 {
+		set := "+" + strings.Join(caps, ",+")
+		args = append(args, "--inh-caps="+set, "--ambient-caps="+set)
+	}
+	args = append(append(args, "--"), argv...)
+	return exec.Command(setpriv, args...)
+}
+
 func without(all []string, drop string) []string {
 	var out []string
 	for _, c := range all {
@@ -78,11 +93,14 @@ func TestCapabilitiesForOtherUsersJVMs(t *testing.T) {
 	cases := []struct {
 		name     string
 		caps     []string
+		ambient  bool // run as an unprivileged uid with ambient caps (systemd) instead of uid 0 (DaemonSet)
 		exported bool
 	}{
-		{"all three", deployedCaps, true},
-		{"without SYS_PTRACE", without(deployedCaps, "sys_ptrace"), false},
-		{"without DAC_READ_SEARCH", without(deployedCaps, "dac_read_search"), false},
+		{"all three", deployedCaps, false, true},
+		{"without SYS_PTRACE", without(deployedCaps, "sys_ptrace"), false, false},
+		{"without DAC_READ_SEARCH", without(deployedCaps, "dac_read_search"), false, false},
+		{"unprivileged uid with the three as ambient capabilities", deployedCaps, true, true},
+		{"unprivileged uid without capabilities", nil, true, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -91,8 +109,13 @@ func TestCapabilitiesForOtherUsersJVMs(t *testing.T) {
 			if err := os.WriteFile(kmsg, nil, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			cmd := boundedCommand(t, c.caps, exporterBinary(t), "--web.listen-address="+addr,
-				"--cloud.provider=none", "--oom.kmsg-path="+kmsg, "--jvm.sample-interval=0", "--log.level=debug")
+			argv := []string{exporterBinary(t), "--web.listen-address=" + addr,
+				"--cloud.provider=none", "--oom.kmsg-path=" + kmsg, "--jvm.sample-interval=0", "--log.level=debug"}
+			cmd := boundedCommand(t, c.caps, argv...)
+			if c.ambient {
+				// Neither the JVM's uid nor root.
+				cmd = ambientCommand(t, "12345", c.caps, argv...)
+			}
 			logs := &strings.Builder{}
 			cmd.Stderr = logs
 			if err := cmd.Start(); err != nil {
