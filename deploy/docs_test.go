@@ -211,3 +211,26 @@ func sortedFlags(m map[string]bool) []string {
 	sort.Strings(out)
 	return out
 }
+
+// TestUserDocsLinksResolve: every relative link in the user docs points at
+// a file of the repository.
+func TestUserDocsLinksResolve(t *testing.T) {
+	link := regexp.MustCompile(`\]\(([^)#\s]+)(#[^)]*)?\)`)
+	docs := []string{"metrics", "configuration", "kubernetes", "spark", "cardinality", "security", "troubleshooting", "performance"}
+	for _, name := range docs {
+		path := filepath.Join(repoRoot(), "docs", name+".md")
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range link.FindAllStringSubmatch(string(raw), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(filepath.Dir(path), target)); err != nil {
+				t.Errorf("docs/%s.md links to %s: %v", name, target, err)
+			}
+		}
+	}
+}
