@@ -18,6 +18,7 @@ import (
 
 	"github.com/executor-exporter/executor_exporter/internal/cloud"
 	"github.com/executor-exporter/executor_exporter/internal/cloud/cloudtest"
+	"github.com/executor-exporter/executor_exporter/internal/testenv"
 )
 
 var (
@@ -312,13 +313,7 @@ executor_node_labels{label_karpenter_sh_nodepool="spark-executors",label_team_ex
 }
 
 func TestCloudOutputIsPromtoolClean(t *testing.T) {
-	promtool, err := exec.LookPath("promtool")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("promtool not found; CI installs it (scripts/install-test-deps.sh)")
-		}
-		t.Skip("promtool not found; install the prometheus package to run this check")
-	}
+	promtool := testenv.RequireTool(t, "promtool")
 	server := cloudtest.NewAWS(t, cloudtest.AWSOptions{})
 	server.Set(cloudtest.AWSInstanceActionPath, `{"action": "terminate", "time": "2017-09-18T08:22:00Z"}`)
 	c := newTestCloudCollector(t, cloudTestConfig(cloudSysfs(t, cloudAWSDMI), server.URL, 10*time.Millisecond))

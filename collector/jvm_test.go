@@ -3,7 +3,6 @@ package collector
 import (
 	"fmt"
 	"math"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/executor-exporter/executor_exporter/internal/jvm"
+	"github.com/executor-exporter/executor_exporter/internal/testenv"
 	"github.com/executor-exporter/executor_exporter/internal/testjvm"
 )
 
@@ -119,12 +119,7 @@ func jstatGC(t testing.TB, pid int) map[string]float64 {
 
 func requireJstat(t testing.TB) {
 	t.Helper()
-	if _, err := exec.LookPath("jstat"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("jstat not found; CI must provide the OpenJDK 17 JDK")
-		}
-		t.Skip("jstat not found (the JDK's jstat is the reference these tests compare with)")
-	}
+	testenv.RequireTool(t, "jstat") // the JDK's reader is the reference these tests compare with
 }
 
 // poolColumn says which jstat -gc column group a heap pool is counted in.

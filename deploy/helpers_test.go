@@ -2,82 +2,24 @@ package deploy
 
 import (
 	"bytes"
-	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
-	"sync"
 	"testing"
 
 	"go.yaml.in/yaml/v2"
+
+	"github.com/executor-exporter/executor_exporter/internal/testenv"
 )
 
-// repoRoot is the repository root, found from this file's location.
-func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), ".."))
-}
+func repoRoot() string { return testenv.RepoRoot() }
 
-// requireTool returns the path of a tool the test needs: a failure in CI,
-// where it must be installed, a skip with the reason elsewhere.
-func requireTool(t testing.TB, name string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s not found on PATH; CI must provide it", name)
-		}
-		t.Skipf("%s not found on PATH", name)
-	}
-	return p
-}
+func requireTool(t testing.TB, name string) string { return testenv.RequireTool(t, name) }
 
-// requireRoot stops a test that needs root: a failure in CI (which runs as
-// root), a skip elsewhere.
-func requireRoot(t testing.TB) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") != "" {
-			t.Fatal("CI must run as root")
-		}
-		t.Skip("needs root")
-	}
-}
+func requireRoot(t testing.TB) { testenv.RequireRoot(t) }
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// exporterBinary returns $EXPORTER_BIN (make test sets it) or builds the
-// exporter once for this test run.
-func exporterBinary(t testing.TB) string {
-	t.Helper()
-	if p := os.Getenv("EXPORTER_BIN"); p != "" {
-		return p
-	}
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "executor-exporter-deploy-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "executor_exporter")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/executor_exporter")
-		cmd.Dir = repoRoot()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v: %s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
+func exporterBinary(t testing.TB) string { return testenv.ExporterBinary(t) }
 
 var helpFlag = regexp.MustCompile(`(?m)^\s+(?:-\w, )?--(?:\[no-\])?([a-z0-9][a-z0-9.\-]*)`)
 

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/executor-exporter/executor_exporter/internal/testenv"
 )
 
 // requireJava stops the test when the JDK tools are missing: a failure in
@@ -20,12 +22,7 @@ import (
 func requireJava(t *testing.T) {
 	t.Helper()
 	for _, tool := range []string{"java", "jstat"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("CI") != "" {
-				t.Fatalf("%s not found on PATH; CI must provide OpenJDK 17", tool)
-			}
-			t.Skipf("%s not found on PATH: the live test needs OpenJDK 17 (java, jstat)", tool)
-		}
+		testenv.RequireTool(t, tool) // the live test needs OpenJDK 17
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/go-kit/log"
 
+	"github.com/executor-exporter/executor_exporter/internal/testenv"
 	"github.com/executor-exporter/executor_exporter/internal/testjvm"
 )
 
@@ -156,12 +157,7 @@ func TestTrackerBadHsperfdata(t *testing.T) {
 // TestTrackerPermissionDenied runs a scan as an unprivileged user over a
 // process of that user whose hsperfdata it may not read (mode 000).
 func TestTrackerPermissionDenied(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") != "" {
-			t.Fatal("needs root to switch users, and CI runs as root")
-		}
-		t.Skip("needs root to run the scan as another user")
-	}
+	testenv.RequireRoot(t) // to run the scan as another user
 	nobody, err := user.Lookup("nobody")
 	if err != nil {
 		t.Fatal(err)

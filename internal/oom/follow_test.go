@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/executor-exporter/executor_exporter/internal/testenv"
 )
 
 // collected gathers what a Follower delivers.
@@ -177,12 +179,7 @@ func TestFollowRefusesSymlink(t *testing.T) {
 // /dev/kmsg (as root may) comes back as one record, and nothing from
 // before the start does.
 func TestFollowDevKmsg(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") != "" {
-			t.Fatal("needs root to read and write /dev/kmsg, and CI runs as root")
-		}
-		t.Skip("needs root to read and write /dev/kmsg")
-	}
+	testenv.RequireRoot(t) // to read and write /dev/kmsg
 	var c collected
 	f := Follow(FollowConfig{Path: "/dev/kmsg"}, c.record, c.err)
 	stopped := false

@@ -9,13 +9,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/executor-exporter/executor_exporter/internal/testenv"
 )
 
 // Main classes of the stand-ins in test/java.
@@ -29,21 +30,12 @@ const (
 // (where they must be installed), a skip with the reason elsewhere.
 func RequireJava(t testing.TB) {
 	t.Helper()
-	for _, tool := range []string{"java", "javac"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("CI") != "" {
-				t.Fatalf("%s not found on PATH; CI must provide OpenJDK 17", tool)
-			}
-			t.Skipf("%s not found on PATH (OpenJDK 17 needed for real-JVM tests)", tool)
-		}
-	}
+	testenv.RequireTool(t, "java")
+	testenv.RequireTool(t, "javac")
 }
 
-// RepoRoot returns the repository root, found from this file's location.
-func RepoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
-}
+// RepoRoot returns the repository root.
+func RepoRoot() string { return testenv.RepoRoot() }
 
 var (
 	compileOnce sync.Once

@@ -4,13 +4,10 @@ package e2e
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -21,40 +18,11 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/executor-exporter/executor_exporter/internal/testjvm"
+	"github.com/executor-exporter/executor_exporter/internal/testenv"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// exporterBinary returns $EXPORTER_BIN (make test sets it to the binary
-// `make build` made) or builds one once for this test run.
-func exporterBinary(t testing.TB) string {
-	t.Helper()
-	if p := os.Getenv("EXPORTER_BIN"); p != "" {
-		return p
-	}
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "executor-exporter-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "executor_exporter")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/executor_exporter")
-		cmd.Dir = testjvm.RepoRoot()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v: %s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
+// exporterBinary is the binary under test.
+func exporterBinary(t testing.TB) string { return testenv.ExporterBinary(t) }
 
 // freeAddr returns a loopback address with a port nobody listens on.
 func freeAddr(t testing.TB) string {
@@ -227,31 +195,9 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 	}
 }
 
-// requireTool finds a command on PATH: a failure in CI, where `make test`
-// installs it, a skip with the reason elsewhere.
-func requireTool(t testing.TB, name string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s not found; make test installs it (scripts/install-test-deps.sh)", name)
-		}
-		t.Skipf("%s not found; run scripts/install-test-deps.sh", name)
-	}
-	return p
-}
+func requireTool(t testing.TB, name string) string { return testenv.RequireTool(t, name) }
 
-// requireRoot stops tests that need root (cgroups, namespaces, /dev/kmsg):
-// a failure in CI, which runs as root, a skip with the reason elsewhere.
-func requireRoot(t testing.TB) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") != "" {
-			t.Fatal("this test needs root, and CI runs as root")
-		}
-		t.Skip("needs root (cgroups, namespaces, /dev/kmsg)")
-	}
-}
+func requireRoot(t testing.TB) { testenv.RequireRoot(t) }
 
 // promtoolCheckMetrics runs `promtool check metrics` on a scrape.
 func promtoolCheckMetrics(t testing.TB, text string) {

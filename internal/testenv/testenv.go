@@ -1,0 +1,89 @@
+// Package testenv holds what the project's tests ask of the machine: a
+// tool on PATH, root, the repository, the built exporter. It is imported
+// only from _test.go files.
+//
+// The rule it enforces: a test that cannot run here fails in CI (the CI
+// environment variable is set, and `make test` installs everything) and is
+// skipped, with the reason, anywhere else. Nothing is skipped silently.
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+)
+
+// InCI reports whether the tests run in CI, where nothing may be missing.
+func InCI() bool { return os.Getenv("CI") != "" }
+
+// Unavailable stops a test that cannot run here: a failure in CI, a skip
+// with the reason elsewhere.
+func Unavailable(t testing.TB, format string, args ...any) {
+	t.Helper()
+	reason := fmt.Sprintf(format, args...)
+	if InCI() {
+		t.Fatalf("%s (CI must provide this; see scripts/install-test-deps.sh)", reason)
+	}
+	t.Skip(reason)
+}
+
+// RequireTool returns the path of a command the test runs.
+func RequireTool(t testing.TB, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		Unavailable(t, "%s not found on PATH", name)
+	}
+	return p
+}
+
+// RequireRoot stops a test that needs root (cgroups, namespaces,
+// /dev/kmsg, switching users); CI runs as root.
+func RequireRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		Unavailable(t, "needs root (running as uid %d)", os.Geteuid())
+	}
+}
+
+// RepoRoot returns the repository root, found from this file's location.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// ExporterBinary returns $EXPORTER_BIN (make test sets it to what `make
+// build` made) or builds the exporter once per test binary.
+func ExporterBinary(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("EXPORTER_BIN"); p != "" {
+		return p
+	}
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "executor-exporter-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "executor_exporter")
+		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/executor_exporter")
+		cmd.Dir = RepoRoot()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v: %s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
