@@ -149,14 +149,25 @@ func (t *Tracker) loop() {
 	defer close(t.done)
 	ticker := time.NewTicker(t.cfg.Interval)
 	defer ticker.Stop()
-	t.Refresh()
+	t.refreshInBackground()
 	for {
 		select {
 		case <-t.stop:
 			return
 		case <-ticker.C:
-			t.Refresh()
+			t.refreshInBackground()
 		}
+	}
+}
+
+// refreshInBackground samples every JVM; a failure of the whole scan (procfs
+// cannot be listed) is logged, at most once per logEvery, and the scrape
+// reports it too.
+func (t *Tracker) refreshInBackground() {
+	if _, err := t.Refresh(); err != nil {
+		t.refreshMu.Lock()
+		t.logOnce("refresh", time.Now(), level.Error, "msg", "background JVM sampling failed", "err", err)
+		t.refreshMu.Unlock()
 	}
 }
 
