@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tests run for real, from Debian's packages, when it is
-# missing: promtool + prometheus, alertmanager, and the JDK's java/javac/jstat.
+# missing: promtool + prometheus, alertmanager, the JDK's java/javac/jstat,
+# and kubectl.
 # CI machines are fresh, so the package lists are updated first.
 set -euo pipefail
 
@@ -12,6 +13,9 @@ command -v javac >/dev/null 2>&1 || need+=(openjdk-17-jdk-headless)
 command -v jstat >/dev/null 2>&1 || need+=(openjdk-17-jdk-headless)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 command -v unshare >/dev/null 2>&1 || need+=(util-linux)
+# The manifest tests render kustomize and dry-run the result with kubectl;
+# Debian's own client (1.20) does both when the machine has no newer one.
+command -v kubectl >/dev/null 2>&1 || need+=(kubernetes-client)
 
 if [ ${#need[@]} -eq 0 ]; then
   echo "test dependencies: all present"
