@@ -22,6 +22,16 @@ ee_port="${DEMO_EXPORTER_PORT:-9482}"
 prom_port="${DEMO_PROMETHEUS_PORT:-9090}"
 am_port="${DEMO_ALERTMANAGER_PORT:-9093}"
 
+# A port already taken (a `make run` still going, a local Prometheus) would
+# make the demo's server fail while the readiness checks below talk to the
+# other one: refuse to start instead.
+for p in "DEMO_EXPORTER_PORT=$ee_port" "DEMO_PROMETHEUS_PORT=$prom_port" "DEMO_ALERTMANAGER_PORT=$am_port"; do
+  if (exec 3<>"/dev/tcp/127.0.0.1/${p#*=}") 2>/dev/null; then
+    echo "demo: 127.0.0.1:${p#*=} is in use; free it or set ${p%%=*} to another port" >&2
+    exit 1
+  fi
+done
+
 need=()
 command -v prometheus >/dev/null || need+=(prometheus)
 command -v prometheus-alertmanager >/dev/null || need+=(prometheus-alertmanager)
