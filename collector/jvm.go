@@ -103,12 +103,16 @@ func (c *jvmCollector) Update(ch chan<- prometheus.Metric) error {
 }
 
 func (c *jvmCollector) updateJVM(ch chan<- prometheus.Metric, j *jvm.JVM) {
-	id := []string{strconv.Itoa(j.PID), labelValue(j.Role), labelValue(j.AppID), labelValue(j.ExecutorID)}
+	// One label buffer for the JVM's 35 series: the identity, then room for
+	// the info metric's five descriptive labels. NewConstMetric copies the
+	// values, so the buffer is reused from one series to the next.
+	labels := make([]string, 4, 4+5)
+	labels[0], labels[1], labels[2], labels[3] = strconv.Itoa(j.PID), labelValue(j.Role), labelValue(j.AppID), labelValue(j.ExecutorID)
 	gauge := func(d *prometheus.Desc, v float64, extra ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append(id[:4:4], extra...)...)
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append(labels[:4], extra...)...)
 	}
 	counter := func(d *prometheus.Desc, v float64, extra ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, append(id[:4:4], extra...)...)
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, append(labels[:4], extra...)...)
 	}
 	s := &j.Stats
 

@@ -12,7 +12,7 @@ import (
 func BenchmarkFindCandidates(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		if _, err := FindCandidates("/proc"); err != nil {
+		if _, err := FindCandidates("/proc", nil); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -22,7 +22,7 @@ func BenchmarkFindCandidates(b *testing.B) {
 // way a scan does: open beneath its root, read, parse, Stats.
 func BenchmarkReadOneJVM(b *testing.B) {
 	j := testjvm.Start(b, testjvm.Options{MainClass: testjvm.IdleClass, JVMArgs: []string{"-Xmx32m"}, Args: []string{"--exit-after-s", "300"}})
-	cands, err := FindCandidates("/proc")
+	cands, err := FindCandidates("/proc", nil)
 	if err != nil {
 		b.Fatal(err)
 	}

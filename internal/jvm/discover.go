@@ -37,9 +37,16 @@ type rootKey struct {
 // way the JDK's jps finds JVMs in other mount and pid namespaces: for each
 // pid, look in <procPath>/<pid>/root/tmp/hsperfdata_*/<nspid>. Each distinct
 // root is listed once. Processes that vanish or cannot be inspected are
-// left out: they are not JVMs this exporter can read.
-func FindCandidates(procPath string) ([]Candidate, error) {
-	entries, err := os.ReadDir(procPath)
+// left out: they are not JVMs this exporter can read. skip, when not nil,
+// leaves out pids known not to be JVMs (the kernel's threads) before any
+// file of theirs is looked at.
+func FindCandidates(procPath string, skip func(pid int) bool) ([]Candidate, error) {
+	dir, err := os.Open(procPath)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", procPath, err)
+	}
+	defer dir.Close()
+	names, err := dir.Readdirnames(-1)
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", procPath, err)
 	}
@@ -47,14 +54,18 @@ func FindCandidates(procPath string) ([]Candidate, error) {
 	// out; others need their status file read.
 	procfsPIDNS := procfsPIDNamespace(procPath)
 
+	// Every process is looked at on every scan: stat and readlink relative
+	// to the open /proc, with one buffer, cost a fraction of full paths.
+	dirfd := int(dir.Fd())
+	link := make([]byte, 64)
 	groups := map[rootKey][]int{}
 	var order []rootKey
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid <= 0 {
+	for _, name := range names {
+		pid, err := strconv.Atoi(name)
+		if err != nil || pid <= 0 || (skip != nil && skip(pid)) {
 			continue
 		}
-		key, ok := processRoot(procPath, pid)
+		key, ok := processRoot(dirfd, name, link)
 		if !ok {
 			continue
 		}
@@ -120,18 +131,21 @@ func procfsPIDNamespace(procPath string) string {
 	return ""
 }
 
-// processRoot returns the key of the process's view of the file system.
-// Without permission to read the mount namespace link, the process gets a
-// group of its own (keyed by pid), which costs a listing but loses nothing.
-func processRoot(procPath string, pid int) (rootKey, bool) {
-	dir := filepath.Join(procPath, strconv.Itoa(pid))
+// processRoot returns the key of the process's view of the file system,
+// for the pid directory name beneath the open /proc dirfd; link is scratch
+// space for the namespace link. Without permission to read the mount
+// namespace link, the process gets a group of its own (keyed by pid), which
+// costs a listing but loses nothing.
+func processRoot(dirfd int, pid string, link []byte) (rootKey, bool) {
 	var st unix.Stat_t
-	if err := unix.Stat(filepath.Join(dir, "root"), &st); err != nil {
+	if err := unix.Fstatat(dirfd, pid+"/root", &st, 0); err != nil {
 		return rootKey{}, false
 	}
-	mnt, err := os.Readlink(filepath.Join(dir, "ns", "mnt"))
-	if err != nil {
-		mnt = "pid:" + strconv.Itoa(pid)
+	var mnt string
+	if n, err := unix.Readlinkat(dirfd, pid+"/ns/mnt", link); err == nil && n < len(link) {
+		mnt = string(link[:n])
+	} else {
+		mnt = "pid:" + pid
 	}
 	return rootKey{mntNS: mnt, dev: st.Dev, ino: st.Ino}, true
 }

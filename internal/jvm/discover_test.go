@@ -104,7 +104,7 @@ func testFindCandidates(t *testing.T) {
 	mustWrite(t, filepath.Join(f.dir, "self", "status"), []byte("NSpid:\t1\n"))
 	mustWrite(t, filepath.Join(f.dir, "meminfo"), []byte("MemTotal: 1 kB\n"))
 
-	got, err := FindCandidates(f.dir)
+	got, err := FindCandidates(f.dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,6 +114,11 @@ func testFindCandidates(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("FindCandidates = %+v, want %+v", got, want)
+	}
+	// A skipped pid (the tracker skips the kernel's threads) is not looked at.
+	skipped, err := FindCandidates(f.dir, func(pid int) bool { return pid == 1001 })
+	if err != nil || !reflect.DeepEqual(skipped, want[:1]) {
+		t.Fatalf("FindCandidates skipping 1001 = %+v, %v; want %+v", skipped, err, want[:1])
 	}
 
 	uid := uint32(os.Geteuid())

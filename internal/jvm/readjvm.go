@@ -27,15 +27,11 @@ func (t *Tracker) readJVM(c Candidate, table *procmem.ProcessTable, cgroups map[
 		// what OOM attribution needs.
 		return JVM{}, "", errors.New("exiting")
 	}
-	status, err := t.fs.Proc(c.PID)
+	id, err := t.identity(proc)
 	if err != nil {
 		return JVM{}, classify(err), err
 	}
-	st, err := status.NewStatus()
-	if err != nil {
-		return JVM{}, classify(err), err
-	}
-	data, err := ReadHsperf(t.cfg.ProcFS, c, uint32(st.UIDs[1]), t.buf)
+	data, err := ReadHsperf(t.cfg.ProcFS, c, id.euid, t.buf)
 	if err != nil {
 		return JVM{}, classify(err), err
 	}
@@ -61,7 +57,6 @@ func (t *Tracker) readJVM(c Candidate, table *procmem.ProcessTable, cgroups map[
 			stats.StartTime, ticks, prev.ticks, proc.StartTime)
 	}
 
-	id := t.identity(c.PID, proc.StartTime)
 	rss := table.TreeRSS(c.PID)
 	j := JVM{
 		Sample: Sample{
@@ -162,13 +157,26 @@ func (t *Tracker) cgroupMemory(pid int, seen map[string]procmem.CgroupMemory) (p
 	return cg, err
 }
 
-// identity parses a JVM's command line and environment once per process.
-func (t *Tracker) identity(pid int, start time.Time) identityEntry {
-	if e, ok := t.identities[pid]; ok && e.start.Equal(start) {
-		return e
+// identity reads what does not change while a process runs one program —
+// its effective uid, command line and environment — once per process and
+// program (pid, start time, command name: an exec keeps the first two):
+// /proc/<pid>/status alone costs more to produce than the hsperfdata file
+// it guards.
+func (t *Tracker) identity(p procmem.Process) (identityEntry, error) {
+	pid := p.PID
+	if e, ok := t.identities[pid]; ok && e.start.Equal(p.StartTime) && e.comm == p.Comm {
+		return e, nil
+	}
+	proc, err := t.fs.Proc(pid)
+	if err != nil {
+		return identityEntry{}, err
+	}
+	status, err := proc.NewStatus()
+	if err != nil {
+		return identityEntry{}, err
 	}
 	dir := filepath.Join(t.cfg.ProcFS, strconv.Itoa(pid))
-	e := identityEntry{start: start, cmd: Command{Role: RoleJVM}}
+	e := identityEntry{start: p.StartTime, comm: p.Comm, euid: uint32(status.UIDs[1]), cmd: Command{Role: RoleJVM}}
 	if b, err := readTruncated(filepath.Join(dir, "cmdline"), maxCmdlineBytes); err == nil {
 		e.cmd = ParseCmdline(b)
 	}
@@ -180,7 +188,7 @@ func (t *Tracker) identity(pid int, start time.Time) identityEntry {
 		e.pod = env.PodName
 	}
 	t.identities[pid] = e
-	return e
+	return e, nil
 }
 
 // startupGrace is how long a JVM may take to publish its counters: HotSpot

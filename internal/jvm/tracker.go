@@ -72,6 +72,8 @@ type View struct {
 
 type identityEntry struct {
 	start time.Time
+	comm  string
+	euid  uint32 // the owner its hsperfdata file must have
 	cmd   Command
 	pod   string
 }
@@ -250,11 +252,14 @@ func (t *Tracker) countError(reason string) {
 // scan runs under refreshMu.
 func (t *Tracker) scan() (View, error) {
 	now := time.Now()
-	candidates, err := FindCandidates(t.cfg.ProcFS)
+	table, err := procmem.NewProcessTable(t.cfg.ProcFS)
 	if err != nil {
 		return View{}, err
 	}
-	table, err := procmem.NewProcessTable(t.fs)
+	candidates, err := FindCandidates(t.cfg.ProcFS, func(pid int) bool {
+		p, ok := table.Process(pid)
+		return ok && p.KernelThread
+	})
 	if err != nil {
 		return View{}, err
 	}

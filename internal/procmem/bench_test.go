@@ -8,19 +8,13 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
-
-	"github.com/prometheus/procfs"
 )
 
 // BenchmarkNewProcessTableRealProc scans this machine's /proc as it is, and
 // again with 500 extra sleeping processes, as on a busy worker node.
 func BenchmarkNewProcessTableRealProc(b *testing.B) {
-	fs, err := procfs.NewFS("/proc")
-	if err != nil {
-		b.Fatal(err)
-	}
 	run := func(b *testing.B) {
-		table, err := NewProcessTable(fs)
+		table, err := NewProcessTable("/proc")
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -28,7 +22,7 @@ func BenchmarkNewProcessTableRealProc(b *testing.B) {
 		b.ReportAllocs()
 		b.ResetTimer()
 		for b.Loop() {
-			if _, err := NewProcessTable(fs); err != nil {
+			if _, err := NewProcessTable("/proc"); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -54,10 +48,10 @@ func BenchmarkNewProcessTableRealProc(b *testing.B) {
 func BenchmarkNewProcessTableFixture(b *testing.B) {
 	for _, n := range []int{100, 1000, 5000} {
 		b.Run(strconv.Itoa(n), func(b *testing.B) {
-			fs := writeFakeProc(b, n)
+			dir := writeFakeProc(b, n)
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := NewProcessTable(fs); err != nil {
+				if _, err := NewProcessTable(dir); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -68,8 +62,7 @@ func BenchmarkNewProcessTableFixture(b *testing.B) {
 // BenchmarkTreeRSS sums one executor's tree (a JVM with a python daemon and
 // 16 workers) in a table of 1000 processes.
 func BenchmarkTreeRSS(b *testing.B) {
-	fs := writeFakeProc(b, 1000)
-	table, err := NewProcessTable(fs)
+	table, err := NewProcessTable(writeFakeProc(b, 1000))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -98,7 +91,7 @@ func BenchmarkReadCgroupMemoryLive(b *testing.B) {
 
 // writeFakeProc writes a /proc with n processes: pid 10 is a JVM, 11 its
 // python daemon, 12..27 the daemon's workers, the rest children of pid 1.
-func writeFakeProc(b *testing.B, n int) procfs.FS {
+func writeFakeProc(b *testing.B, n int) string {
 	b.Helper()
 	dir := b.TempDir()
 	write := func(name, content string) {
@@ -125,11 +118,7 @@ func writeFakeProc(b *testing.B, n int) procfs.FS {
 		}
 		write(filepath.Join(dir, strconv.Itoa(pid), "stat"), fakeStat(pid, comm, ppid, uint64(1000+pid), 1000))
 	}
-	fs, err := procfs.NewFS(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return fs
+	return dir
 }
 
 func fakeStat(pid int, comm string, ppid int, startTicks uint64, rssPages int) string {

@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/procfs"
-
 	"github.com/executor-exporter/executor_exporter/internal/testenv"
 	"github.com/executor-exporter/executor_exporter/internal/testjvm"
 )
@@ -248,13 +246,27 @@ func TestLiveTreeRSSJVMWithPythonChild(t *testing.T) {
 
 func liveTable(t *testing.T) *ProcessTable {
 	t.Helper()
-	fs, err := procfs.NewFS("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	table, err := NewProcessTable(fs)
+	table, err := NewProcessTable("/proc")
 	if err != nil {
 		t.Fatal(err)
 	}
 	return table
+}
+
+// Kernel threads are told apart by their flags, not their names: discovery
+// skips them. kthreadd is pid 2 wherever the kernel's threads are visible.
+func TestLiveKernelThreads(t *testing.T) {
+	table := liveTable(t)
+	self, ok := table.Process(os.Getpid())
+	if !ok || self.KernelThread {
+		t.Errorf("this process: %+v, %v; want a user process", self, ok)
+	}
+	comm, err := os.ReadFile("/proc/2/comm")
+	if err != nil || strings.TrimSpace(string(comm)) != "kthreadd" {
+		t.Logf("no kthreadd at pid 2 here (a pid namespace without kernel threads)")
+		return
+	}
+	if k, ok := table.Process(2); !ok || !k.KernelThread {
+		t.Errorf("kthreadd: %+v, %v; want a kernel thread", k, ok)
+	}
 }
