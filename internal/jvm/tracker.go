@@ -252,7 +252,7 @@ func (t *Tracker) countError(reason string) {
 // scan runs under refreshMu.
 func (t *Tracker) scan() (View, error) {
 	now := time.Now()
-	table, err := procmem.NewProcessTable(t.cfg.ProcFS)
+	table, err := procmem.NewProcessTable(t.fs)
 	if err != nil {
 		return View{}, err
 	}

@@ -8,13 +8,19 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
+
+	"github.com/prometheus/procfs"
 )
 
 // BenchmarkNewProcessTableRealProc scans this machine's /proc as it is, and
 // again with 500 extra sleeping processes, as on a busy worker node.
 func BenchmarkNewProcessTableRealProc(b *testing.B) {
+	fs, err := procfs.NewFS("/proc")
+	if err != nil {
+		b.Fatal(err)
+	}
 	run := func(b *testing.B) {
-		table, err := NewProcessTable("/proc")
+		table, err := NewProcessTable(fs)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -22,7 +28,7 @@ func BenchmarkNewProcessTableRealProc(b *testing.B) {
 		b.ReportAllocs()
 		b.ResetTimer()
 		for b.Loop() {
-			if _, err := NewProcessTable("/proc"); err != nil {
+			if _, err := NewProcessTable(fs); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -48,10 +54,10 @@ func BenchmarkNewProcessTableRealProc(b *testing.B) {
 func BenchmarkNewProcessTableFixture(b *testing.B) {
 	for _, n := range []int{100, 1000, 5000} {
 		b.Run(strconv.Itoa(n), func(b *testing.B) {
-			dir := writeFakeProc(b, n)
+			fs := writeFakeProc(b, n)
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := NewProcessTable(dir); err != nil {
+				if _, err := NewProcessTable(fs); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -62,7 +68,8 @@ func BenchmarkNewProcessTableFixture(b *testing.B) {
 // BenchmarkTreeRSS sums one executor's tree (a JVM with a python daemon and
 // 16 workers) in a table of 1000 processes.
 func BenchmarkTreeRSS(b *testing.B) {
-	table, err := NewProcessTable(writeFakeProc(b, 1000))
+	fs := writeFakeProc(b, 1000)
+	table, err := NewProcessTable(fs)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -91,7 +98,7 @@ func BenchmarkReadCgroupMemoryLive(b *testing.B) {
 
 // writeFakeProc writes a /proc with n processes: pid 10 is a JVM, 11 its
 // python daemon, 12..27 the daemon's workers, the rest children of pid 1.
-func writeFakeProc(b *testing.B, n int) string {
+func writeFakeProc(b *testing.B, n int) procfs.FS {
 	b.Helper()
 	dir := b.TempDir()
 	write := func(name, content string) {
@@ -118,7 +125,11 @@ func writeFakeProc(b *testing.B, n int) string {
 		}
 		write(filepath.Join(dir, strconv.Itoa(pid), "stat"), fakeStat(pid, comm, ppid, uint64(1000+pid), 1000))
 	}
-	return dir
+	fs, err := procfs.NewFS(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return fs
 }
 
 func fakeStat(pid int, comm string, ppid int, startTicks uint64, rssPages int) string {

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/procfs"
+
 	"github.com/executor-exporter/executor_exporter/internal/testenv"
 	"github.com/executor-exporter/executor_exporter/internal/testjvm"
 )
@@ -246,7 +248,11 @@ func TestLiveTreeRSSJVMWithPythonChild(t *testing.T) {
 
 func liveTable(t *testing.T) *ProcessTable {
 	t.Helper()
-	table, err := NewProcessTable("/proc")
+	fs, err := procfs.NewFS("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, err := NewProcessTable(fs)
 	if err != nil {
 		t.Fatal(err)
 	}

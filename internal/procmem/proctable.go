@@ -5,21 +5,19 @@
 package procmem
 
 import (
-	"errors"
 	"fmt"
-	"os"
 	"path"
-	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/procfs"
-	"golang.org/x/sys/unix"
 )
+
+// pfKthread is the kernel's PF_KTHREAD process flag (stat field 9).
+const pfKthread = 0x00200000
 
 // userHZ is the clock tick of /proc/<pid>/stat start times. The kernel
 // reports USER_HZ, which is 100 on every architecture Linux exports to user
@@ -35,121 +33,75 @@ type Process struct {
 	// RSS is the resident set size in bytes.
 	RSS       uint64
 	StartTime time.Time
-	// KernelThread is set for the kernel's own threads (kworker, ...).
+	// KernelThread is set for the kernel's own threads (kworker, ...):
+	// discovery skips them.
 	KernelThread bool
 }
 
 // ProcessTable is one pass over /proc: for every pid its ppid, comm, RSS bytes
 // and start time. It is immutable once built and safe for concurrent use.
 type ProcessTable struct {
-	procPath string
 	procs    map[int]Process
 	children map[int][]int
+	// handles keeps the procfs handle of every pid so that the executable
+	// can be looked up later without another stat of /proc/<pid>.
+	handles map[int]procfs.Proc
 }
 
-// NewProcessTable reads the stat file of every process under procPath once.
-// Processes that exit during the scan, or whose stat cannot be read or
-// parsed, are left out: one odd process must not cost the whole table. It
-// fails only when procPath itself cannot be listed or its stat file has no
-// boot time.
-//
-// This runs over every process on the machine every sampling interval, so
-// it reads with one openat(2) and one read(2) per process into a reused
-// buffer and parses without fmt (parseStat).
-func NewProcessTable(procPath string) (*ProcessTable, error) {
-	boot, err := bootTime(procPath)
+// NewProcessTable scans every process under fs once. Processes that exit
+// during the scan, or whose stat cannot be read or parsed, are left out: one
+// odd process must not cost the whole table. It fails only when /proc itself
+// cannot be listed or /proc/stat has no boot time.
+func NewProcessTable(fs procfs.FS) (*ProcessTable, error) {
+	all, err := fs.AllProcs()
+	if err != nil {
+		return nil, fmt.Errorf("listing processes: %w", err)
+	}
+	boot, err := bootTime(fs)
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.Open(procPath)
-	if err != nil {
-		return nil, fmt.Errorf("listing processes: %w", err)
-	}
-	defer dir.Close()
-	names, err := dir.Readdirnames(-1)
-	if err != nil {
-		return nil, fmt.Errorf("listing processes: %w", err)
-	}
-	dirfd := int(dir.Fd())
-	page := uint64(os.Getpagesize())
 
 	t := &ProcessTable{
-		procPath: procPath,
-		procs:    make(map[int]Process, len(names)),
-		children: make(map[int][]int, len(names)/4),
+		procs:    make(map[int]Process, len(all)),
+		children: make(map[int][]int, len(all)/4),
+		handles:  make(map[int]procfs.Proc, len(all)),
 	}
-	buf := make([]byte, 1024)
-	for _, name := range names {
-		pid, err := strconv.Atoi(name)
-		if err != nil || pid <= 0 {
-			continue
-		}
-		var data []byte
-		data, buf, err = readStatAt(dirfd, name+"/stat", buf)
+	for _, p := range all {
+		st, err := p.Stat()
 		if err != nil {
 			// Vanished (ENOENT/ESRCH) or unreadable: skip it either way.
 			continue
 		}
-		st, err := parseStat(data)
-		if err != nil {
-			continue
+		rss := st.ResidentMemory()
+		if rss < 0 {
+			rss = 0
 		}
-		t.procs[pid] = Process{
-			PID:       pid,
+		t.procs[p.PID] = Process{
+			PID:       p.PID,
 			PPID:      st.PPID,
 			Comm:      st.Comm,
-			RSS:       st.RSSPages * page,
-			StartTime: boot.Add(time.Duration(st.StartTicks) * (time.Second / userHZ)),
+			RSS:       uint64(rss),
+			StartTime: boot.Add(time.Duration(st.Starttime) * (time.Second / userHZ)),
 
 			KernelThread: st.Flags&pfKthread != 0,
 		}
-		if st.PPID != pid {
-			t.children[st.PPID] = append(t.children[st.PPID], pid)
+		t.handles[p.PID] = p
+		if st.PPID != p.PID {
+			t.children[st.PPID] = append(t.children[st.PPID], p.PID)
 		}
 	}
 	return t, nil
 }
 
-// readStatAt reads a small procfs file beneath dirfd into buf, growing it
-// when the file does not fit, and returns the data and the buffer to reuse.
-// O_NOFOLLOW: a pid directory is never a symlink, and "self" is not a pid.
-func readStatAt(dirfd int, name string, buf []byte) (data, reuse []byte, err error) {
-	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
-	if err != nil {
-		return nil, buf, err
-	}
-	defer unix.Close(fd)
-	n := 0
-	for {
-		m, err := unix.Read(fd, buf[n:])
-		if err != nil {
-			return nil, buf, err
-		}
-		if m == 0 {
-			return buf[:n], buf, nil
-		}
-		n += m
-		if n == len(buf) {
-			if len(buf) >= 64<<10 {
-				return nil, buf, errors.New("stat file larger than 64 KiB")
-			}
-			buf = append(buf, make([]byte, len(buf))...)
-		}
-	}
-}
-
-// bootTimes caches the boot time per procfs mount point. It is fixed for
-// the life of the kernel, while /proc/stat is costly to produce on machines
-// with many CPUs and IRQs: read it once, not per scan.
+// bootTimes caches the boot time per procfs mount (procfs.FS is comparable).
+// It is fixed for the life of the kernel, while /proc/stat is costly to
+// produce on machines with many CPUs and IRQs: read it once, not per scan.
 var bootTimes sync.Map
 
-func bootTime(procPath string) (time.Time, error) {
-	if v, ok := bootTimes.Load(procPath); ok {
+func bootTime(fs procfs.FS) (time.Time, error) {
+	if v, ok := bootTimes.Load(fs); ok {
 		return v.(time.Time), nil
-	}
-	fs, err := procfs.NewFS(procPath)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("reading boot time: %w", err)
 	}
 	kstat, err := fs.Stat()
 	if err != nil {
@@ -159,7 +111,7 @@ func bootTime(procPath string) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("reading boot time: no btime line in stat")
 	}
 	boot := time.Unix(int64(kstat.BootTime), 0)
-	bootTimes.Store(procPath, boot)
+	bootTimes.Store(fs, boot)
 	return boot, nil
 }
 
@@ -244,7 +196,11 @@ func (t *ProcessTable) kindOf(p Process) processKind {
 	if k := classifyName(p.Comm); k != kindOther {
 		return k
 	}
-	exe, err := os.Readlink(filepath.Join(t.procPath, strconv.Itoa(p.PID), "exe"))
+	h, ok := t.handles[p.PID]
+	if !ok {
+		return kindOther
+	}
+	exe, err := h.Executable()
 	if err != nil || exe == "" {
 		return kindOther
 	}

@@ -7,11 +7,17 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/procfs"
 )
 
 func fixtureTable(t *testing.T) *ProcessTable {
 	t.Helper()
-	table, err := NewProcessTable("testdata/proc")
+	fs, err := procfs.NewFS("testdata/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, err := NewProcessTable(fs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,17 +118,21 @@ func TestNewProcessTableErrors(t *testing.T) {
 	// with start times in 1970.
 	dir := t.TempDir()
 	mustWrite(t, dir+"/1/stat", "1 (init) S 0 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 1 0 1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n")
-	if _, err := NewProcessTable(dir); err == nil {
+	fs, err := procfs.NewFS(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewProcessTable(fs); err == nil {
 		t.Error("NewProcessTable without /proc/stat: no error")
 	}
 
 	mustWrite(t, dir+"/stat", "cpu  1 2 3 4 5 6 7 8 9 10\nctxt 5\n")
-	if _, err := NewProcessTable(dir); err == nil || !strings.Contains(err.Error(), "btime") {
+	if _, err := NewProcessTable(fs); err == nil || !strings.Contains(err.Error(), "btime") {
 		t.Errorf("NewProcessTable with a stat without btime: error = %v, want one naming btime", err)
 	}
 
 	mustWrite(t, dir+"/stat", "btime 1700000000\n")
-	table, err := NewProcessTable(dir)
+	table, err := NewProcessTable(fs)
 	if err != nil {
 		t.Fatal(err)
 	}
