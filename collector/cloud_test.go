@@ -29,22 +29,6 @@ var (
 	cloudNotCloudDMI = map[string]string{"sys_vendor": "QEMU", "product_name": "Standard PC (i440FX + PIIX, 1996)"}
 )
 
-// cloudSysfs writes a fake /sys/class/dmi/id and returns the sysfs root.
-func cloudSysfs(t testing.TB, files map[string]string) string {
-	t.Helper()
-	sysfs := t.TempDir()
-	dir := filepath.Join(sysfs, "class", "dmi", "id")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content+"\n"), 0o444); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return sysfs
-}
-
 func cloudTestConfig(sysfs, url string, poll time.Duration) cloud.Config {
 	return cloud.Config{Provider: cloud.ProviderAuto, SysFS: sysfs,
 		AWSMetadataURL: url, GCPMetadataURL: url, AzureMetadataURL: url,
@@ -108,7 +92,7 @@ func cloudWaitFor(t *testing.T, what string, cond func() bool) {
 
 func TestCloudCollectorNoCloud(t *testing.T) {
 	stub := cloudtest.NewAWS(t, cloudtest.AWSOptions{})
-	c := newTestCloudCollector(t, cloudTestConfig(cloudSysfs(t, cloudNotCloudDMI), stub.URL, 10*time.Millisecond))
+	c := newTestCloudCollector(t, cloudTestConfig(cloudtest.SysfsWithDMI(t, cloudNotCloudDMI), stub.URL, 10*time.Millisecond))
 	cloudWaitFor(t, "the start-up refresh", func() bool { return c.refresher.Snapshot().Refreshed })
 	const want = `
 # HELP executor_instance_info What machine this is: cloud provider, instance type, lifecycle (on-demand, spot, unknown), placement and Kubernetes node; source says where the facts came from.
@@ -149,7 +133,7 @@ func TestCloudCollectorInfoPerProvider(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			server := tc.server(t)
-			c := newTestCloudCollector(t, cloudTestConfig(cloudSysfs(t, tc.dmi), server.URL, 0))
+			c := newTestCloudCollector(t, cloudTestConfig(cloudtest.SysfsWithDMI(t, tc.dmi), server.URL, 0))
 			cloudWaitFor(t, "the start-up refresh", func() bool { return c.refresher.Snapshot().Refreshed })
 			families := cloudGather(t, c)
 			info := families["executor_instance_info"].GetMetric()
@@ -213,7 +197,7 @@ func TestCloudCollectorInterruptionNotices(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			server := tc.server(t)
-			c := newTestCloudCollector(t, cloudTestConfig(cloudSysfs(t, tc.dmi), server.URL, poll))
+			c := newTestCloudCollector(t, cloudTestConfig(cloudtest.SysfsWithDMI(t, tc.dmi), server.URL, poll))
 			pending := func(want float64) func() bool {
 				return func() bool {
 					v, ok := cloudValue(cloudGather(t, c), "executor_instance_interruption_pending", "event", tc.event)
@@ -238,7 +222,7 @@ func TestCloudCollectorInterruptionNotices(t *testing.T) {
 
 func TestCloudScrapePathMakesNoRequests(t *testing.T) {
 	server := cloudtest.NewAWS(t, cloudtest.AWSOptions{})
-	c := newTestCloudCollector(t, cloudTestConfig(cloudSysfs(t, cloudAWSDMI), server.URL, 0))
+	c := newTestCloudCollector(t, cloudTestConfig(cloudtest.SysfsWithDMI(t, cloudAWSDMI), server.URL, 0))
 	cloudWaitFor(t, "the start-up refresh", func() bool { return c.refresher.Snapshot().Refreshed })
 	before := server.Requests()
 	if before == 0 {
@@ -261,7 +245,7 @@ func TestCloudScrapePathMakesNoRequests(t *testing.T) {
 func TestCloudCollectorBeforeFirstRefresh(t *testing.T) {
 	server := cloudtest.NewAWS(t, cloudtest.AWSOptions{})
 	server.Hang()
-	cfg := cloudTestConfig(cloudSysfs(t, cloudAWSDMI), server.URL, 0)
+	cfg := cloudTestConfig(cloudtest.SysfsWithDMI(t, cloudAWSDMI), server.URL, 0)
 	cfg.Timeout = time.Hour
 	c := newTestCloudCollector(t, cfg)
 	cloudWaitFor(t, "the refresh to hang in IMDS", func() bool { return server.Requests() > 0 })
@@ -293,7 +277,7 @@ func TestCloudCollectorNodeLabels(t *testing.T) {
 	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg := cloudTestConfig(cloudSysfs(t, cloudNotCloudDMI), "http://127.0.0.1:1", 0)
+	cfg := cloudTestConfig(cloudtest.SysfsWithDMI(t, cloudNotCloudDMI), "http://127.0.0.1:1", 0)
 	cfg.Provider = cloud.ProviderNone
 	cfg.Kubernetes = cloud.KubernetesConfig{NodeName: "n1", APIURL: kube.URL, TokenFile: tokenFile, CAFile: caFile,
 		LabelAllowlist: []string{"team.example.com/costCenter", "karpenter.sh/nodepool"}}
@@ -316,7 +300,7 @@ func TestCloudOutputIsPromtoolClean(t *testing.T) {
 	promtool := testenv.RequireTool(t, "promtool")
 	server := cloudtest.NewAWS(t, cloudtest.AWSOptions{})
 	server.Set(cloudtest.AWSInstanceActionPath, `{"action": "terminate", "time": "2017-09-18T08:22:00Z"}`)
-	c := newTestCloudCollector(t, cloudTestConfig(cloudSysfs(t, cloudAWSDMI), server.URL, 10*time.Millisecond))
+	c := newTestCloudCollector(t, cloudTestConfig(cloudtest.SysfsWithDMI(t, cloudAWSDMI), server.URL, 10*time.Millisecond))
 	cloudWaitFor(t, "a pending notice", func() bool {
 		v, ok := cloudValue(cloudGather(t, c), "executor_instance_interruption_pending", "event", cloud.EventSpotInterruption)
 		return ok && v == 1
@@ -340,7 +324,7 @@ func TestCloudOutputIsPromtoolClean(t *testing.T) {
 // cache costs, whatever the network does.
 func BenchmarkCloudScrapeWithHangingIMDS(b *testing.B) {
 	server := cloudtest.NewAWS(b, cloudtest.AWSOptions{})
-	c := newTestCloudCollector(b, cloudTestConfig(cloudSysfs(b, cloudAWSDMI), server.URL, 50*time.Millisecond))
+	c := newTestCloudCollector(b, cloudTestConfig(cloudtest.SysfsWithDMI(b, cloudAWSDMI), server.URL, 50*time.Millisecond))
 	// Wait for the first poll too, so the scrape carries the same series
 	// as BenchmarkCloudScrapeHealthyIMDS.
 	for len(c.refresher.Snapshot().Notices) == 0 {
@@ -363,7 +347,7 @@ func BenchmarkCloudScrapeWithHangingIMDS(b *testing.B) {
 // above: the same scrape while the metadata service answers.
 func BenchmarkCloudScrapeHealthyIMDS(b *testing.B) {
 	server := cloudtest.NewAWS(b, cloudtest.AWSOptions{})
-	c := newTestCloudCollector(b, cloudTestConfig(cloudSysfs(b, cloudAWSDMI), server.URL, 50*time.Millisecond))
+	c := newTestCloudCollector(b, cloudTestConfig(cloudtest.SysfsWithDMI(b, cloudAWSDMI), server.URL, 50*time.Millisecond))
 	for len(c.refresher.Snapshot().Notices) == 0 {
 		time.Sleep(time.Millisecond)
 	}

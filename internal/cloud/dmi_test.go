@@ -1,26 +1,11 @@
 package cloud
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
-)
 
-// writeDMI writes a fake /sys/class/dmi/id under a temporary sysfs root.
-func writeDMI(t testing.TB, files map[string]string) string {
-	t.Helper()
-	sysfs := t.TempDir()
-	dir := filepath.Join(sysfs, "class", "dmi", "id")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content+"\n"), 0o444); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return sysfs
-}
+	"github.com/executor-exporter/executor_exporter/internal/cloud/cloudtest"
+)
 
 func TestCloudDetectProvider(t *testing.T) {
 	for _, tc := range []struct {
@@ -41,7 +26,7 @@ func TestCloudDetectProvider(t *testing.T) {
 		{"no dmi at all", map[string]string{}, ProviderNone},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dmi := ReadDMI(writeDMI(t, tc.dmi))
+			dmi := ReadDMI(cloudtest.SysfsWithDMI(t, tc.dmi))
 			if got := DetectProvider(dmi); got != tc.want {
 				t.Errorf("DetectProvider(%v) = %q, want %q", dmi, got, tc.want)
 			}

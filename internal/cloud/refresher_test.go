@@ -42,10 +42,10 @@ func TestCloudNoCloudAsksNobody(t *testing.T) {
 	// and with --cloud.provider=none, none of them may be asked.
 	stub := cloudtest.NewAWS(t, cloudtest.AWSOptions{})
 	for name, cfg := range map[string]Config{
-		"dmi says no cloud": testConfig(writeDMI(t, notCloudDMI), stub.URL),
+		"dmi says no cloud": testConfig(cloudtest.SysfsWithDMI(t, notCloudDMI), stub.URL),
 		"no dmi":            testConfig(t.TempDir(), stub.URL),
 		"provider none flag": func() Config {
-			c := testConfig(writeDMI(t, awsNitroDMI), stub.URL)
+			c := testConfig(cloudtest.SysfsWithDMI(t, awsNitroDMI), stub.URL)
 			c.Provider = ProviderNone
 			return c
 		}(),
@@ -86,7 +86,7 @@ func TestCloudRefreshPerProvider(t *testing.T) {
 			Region: "westeurope", Zone: "westeurope-2", InstanceID: "02aab8a4-74ef-476e-8182-f6d2ba4166a6", Source: SourceIMDS}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newTestRefresher(t, testConfig(writeDMI(t, tc.dmi), tc.url))
+			r := newTestRefresher(t, testConfig(cloudtest.SysfsWithDMI(t, tc.dmi), tc.url))
 			if err := r.Refresh(context.Background()); err != nil {
 				t.Fatal(err)
 			}
@@ -102,7 +102,7 @@ func TestCloudRefreshMergesIMDSAndKubernetes(t *testing.T) {
 	aws := cloudtest.NewAWS(t, cloudtest.AWSOptions{})
 	aws.Set(cloudtest.AWSLifecyclePath, "on-demand") // IMDS wins over labels
 	kube := cloudtest.NewKubernetes(t, token, map[string]string{"n1": karpenterNode})
-	cfg := testConfig(writeDMI(t, awsNitroDMI), aws.URL)
+	cfg := testConfig(cloudtest.SysfsWithDMI(t, awsNitroDMI), aws.URL)
 	cfg.Kubernetes = kubeConfigFor(t, kube, token, "n1")
 	cfg.Kubernetes.LabelAllowlist = []string{"kubernetes.io/arch", "karpenter.sh/nodepool"}
 	r := newTestRefresher(t, cfg)
@@ -175,7 +175,7 @@ func TestCloudRefreshBadMetadata(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			aws := cloudtest.NewAWS(t, cloudtest.AWSOptions{})
 			tc.set(aws)
-			r := newTestRefresher(t, testConfig(writeDMI(t, awsNitroDMI), aws.URL))
+			r := newTestRefresher(t, testConfig(cloudtest.SysfsWithDMI(t, awsNitroDMI), aws.URL))
 			err := r.Refresh(context.Background())
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("Refresh error = %v, want error: %v", err, tc.wantErr)
@@ -191,7 +191,7 @@ func TestCloudRefreshBadMetadata(t *testing.T) {
 
 func TestCloudRefreshKeepsLastGoodAnswer(t *testing.T) {
 	aws := cloudtest.NewAWS(t, cloudtest.AWSOptions{})
-	r := newTestRefresher(t, testConfig(writeDMI(t, awsNitroDMI), aws.URL))
+	r := newTestRefresher(t, testConfig(cloudtest.SysfsWithDMI(t, awsNitroDMI), aws.URL))
 	ctx := context.Background()
 	if err := r.Refresh(ctx); err != nil {
 		t.Fatal(err)
@@ -210,7 +210,7 @@ func TestCloudRefreshKeepsLastGoodAnswer(t *testing.T) {
 func TestCloudSnapshotDoesNotWaitForHangingIMDS(t *testing.T) {
 	aws := cloudtest.NewAWS(t, cloudtest.AWSOptions{})
 	aws.Hang()
-	cfg := testConfig(writeDMI(t, awsNitroDMI), aws.URL)
+	cfg := testConfig(cloudtest.SysfsWithDMI(t, awsNitroDMI), aws.URL)
 	cfg.Timeout = time.Hour // only Stop ends the hanging request
 	r := newTestRefresher(t, cfg)
 	r.Start()
@@ -281,7 +281,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 func TestCloudRefreshesEveryInterval(t *testing.T) {
 	aws := cloudtest.NewAWS(t, cloudtest.AWSOptions{})
 	aws.Fail(cloudtest.AWSInstanceTypePath, http.StatusInternalServerError)
-	cfg := testConfig(writeDMI(t, map[string]string{"sys_vendor": "Amazon EC2"}), aws.URL)
+	cfg := testConfig(cloudtest.SysfsWithDMI(t, map[string]string{"sys_vendor": "Amazon EC2"}), aws.URL)
 	cfg.RefreshInterval = 20 * time.Millisecond
 	r := newTestRefresher(t, cfg)
 	r.Start()
@@ -298,7 +298,7 @@ func TestCloudNodeNameOutsideKubernetes(t *testing.T) {
 	// CI agents set NODE_NAME too: outside a cluster that must not fail
 	// every refresh.
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
-	cfg := testConfig(writeDMI(t, notCloudDMI), "http://127.0.0.1:1")
+	cfg := testConfig(cloudtest.SysfsWithDMI(t, notCloudDMI), "http://127.0.0.1:1")
 	cfg.Kubernetes = KubernetesConfig{NodeName: "jenkins-agent-3"}
 	r := newTestRefresher(t, cfg)
 	if err := r.Refresh(context.Background()); err != nil {
