@@ -54,6 +54,7 @@ func main() {
 	}
 	level.Info(logger).Log("msg", "Starting "+exporterName, "version", version.Info())
 	level.Info(logger).Log("msg", "Build context", "build_context", version.BuildContext())
+	level.Info(logger).Log("msg", "Garbage collector", "gc_percent", tuneGC())
 
 	ec, err := collector.NewExecutorCollector(logger)
 	if err != nil {
