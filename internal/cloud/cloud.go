@@ -11,6 +11,7 @@ package cloud
 import (
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/executor-exporter/executor_exporter/internal/labelvalue"
 )
@@ -100,7 +101,8 @@ const MaxLabelValueBytes = labelvalue.MaxBytes
 // surrounding white space, at most MaxLabelValueBytes bytes, cut on a rune
 // boundary.
 func CleanValue(s string) string {
-	return labelvalue.Cap(strings.TrimSpace(s), MaxLabelValueBytes)
+	// Trim again after the cut: it can end on a space inside the value.
+	return strings.TrimRightFunc(labelvalue.Cap(strings.TrimSpace(s), MaxLabelValueBytes), unicode.IsSpace)
 }
 
 // clean applies CleanValue to every field.
