@@ -26,7 +26,7 @@ LDFLAGS := -X $(VERSION_PKG).Version=$(VERSION) \
 # Real-JVM, real-OOM and real-Prometheus tests take minutes; bound a hang.
 TEST_TIMEOUT ?= 30m
 
-.PHONY: all build run test test-unit test-deps check-metrics fmt vet lint mixin mixin-check demo clean
+.PHONY: all build run test test-unit test-deps check-metrics fmt vet lint fuzz mixin mixin-check demo clean
 
 all: fmt vet build test
 
@@ -66,6 +66,17 @@ vet:
 # golangci-lint is not vendored; `go run` fetches the pinned version.
 lint: vet
 	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION) run ./...
+
+# Every fuzz target for FUZZTIME each. `make test` runs their kept corpora
+# (testdata/fuzz) as ordinary tests; new failing inputs land there too.
+FUZZTIME ?= 30s
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+	  for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo "== $$pkg $$target"; \
+	    $(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
 
 mixin:
 	$(MAKE) -C mixin generate
