@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -287,81 +286,6 @@ func checkHeapTotals(t *testing.T, s jvmSeries) {
 	if heapMax := s.get(t, "executor_jvm_memory_max_bytes{area=heap}"); heapMax != 96<<20 {
 		t.Errorf("heap max = %v, want -Xmx96m = %v", heapMax, 96<<20)
 	}
-}
-
-// startBenchJVMs starts n small real JVMs for the benchmarks.
-func startBenchJVMs(b *testing.B, n int) []*testjvm.JVM {
-	b.Helper()
-	jvms := make([]*testjvm.JVM, n)
-	for i := range jvms {
-		jvms[i] = testjvm.Start(b, testjvm.Options{
-			JVMArgs: []string{"-Xmx32m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"},
-			Args:    []string{"--executor-id", strconv.Itoa(i), "--app-id", "app-bench", "--exit-after-s", "900"},
-		})
-	}
-	return jvms
-}
-
-// BenchmarkJVMScrape is one full jvm-collector scrape (discovery, 20
-// hsperfdata files, process table, cgroups, metrics) with 20 real JVMs.
-func BenchmarkJVMScrape(b *testing.B) {
-	jvms := startBenchJVMs(b, 20)
-	_, reg := newLiveJVMCollector(b)
-	families, err := reg.Gather()
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, j := range jvms {
-		if _, identity := scrapeJVM(b, reg, j.PID); identity == nil {
-			b.Fatalf("JVM %d not exported", j.PID)
-		}
-	}
-	b.ReportMetric(float64(len(families)), "families")
-	cpuBefore := cpuTime(b)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if _, err := reg.Gather(); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.StopTimer()
-	// Wall time on a busy machine says little; the budget is CPU time.
-	b.ReportMetric(float64((cpuTime(b)-cpuBefore).Nanoseconds())/float64(b.N), "cpu-ns/op")
-}
-
-// cpuTime is the user+system CPU time this process has used.
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// BenchmarkJstatGC is what the exporter replaces: one `jstat -gc` (a JVM
-// of its own) for one JVM. Multiply by the number of JVMs to compare with
-// BenchmarkJVMScrape.
-func BenchmarkJstatGC(b *testing.B) {
-	requireJstat(b)
-	jvms := startBenchJVMs(b, 1)
-	before := childCPUTime(b)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		jstatGC(b, jvms[0].PID)
-	}
-	b.StopTimer()
-	// jstat is a JVM of its own: count the CPU of the child processes.
-	b.ReportMetric(float64((childCPUTime(b)-before).Nanoseconds())/float64(b.N), "cpu-ns/op")
-}
-
-// childCPUTime is the user+system CPU time of this process's waited-for
-// children (the JVMs of the benchmark are still running and not in it).
-func childCPUTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func TestLabelValue(t *testing.T) {

@@ -1,0 +1,146 @@
+package collector
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/executor-exporter/executor_exporter/internal/jvm"
+	"github.com/executor-exporter/executor_exporter/internal/testjvm"
+)
+
+// BenchmarkHTTPScrape is what one Prometheus scrape costs the exporter with
+// 20 real JVMs on the machine: the jvm and memory collectors, the Go and
+// process collectors, text encoding and gzip, through promhttp as the
+// binary serves it. "served" answers from a sample younger than
+// --jvm.max-sample-age (the default flags); "fresh" reads every JVM.
+func BenchmarkHTTPScrape(b *testing.B) {
+	startBenchJVMs(b, 20)
+	for _, bc := range []struct {
+		name   string
+		maxAge time.Duration
+	}{{"served", time.Hour}, {"fresh", 0}} {
+		b.Run(bc.name, func(b *testing.B) {
+			tracker, err := jvm.NewTracker(jvm.Config{ProcFS: "/proc", SysFS: "/sys", Retention: time.Minute,
+				MaxProcesses: 1000, MaxAge: bc.maxAge}, log.NewNopLogger())
+			if err != nil {
+				b.Fatal(err)
+			}
+			memory, err := NewMemoryCollector(Paths{ProcFS: "/proc"}, log.NewNopLogger())
+			if err != nil {
+				b.Fatal(err)
+			}
+			reg := prometheus.NewRegistry()
+			reg.MustRegister(
+				NewExecutorCollectorFrom(log.NewNopLogger(), map[string]Collector{
+					"jvm": NewJVMCollector(tracker, log.NewNopLogger()), "memory": memory,
+				}),
+				collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+				collectors.NewGoCollector(),
+			)
+			handler := promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+			req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+			req.Header.Set("Accept-Encoding", "gzip")
+			scrape := func() int {
+				rec := httptest.NewRecorder()
+				handler.ServeHTTP(rec, req)
+				if rec.Code != http.StatusOK {
+					b.Fatalf("status %d", rec.Code)
+				}
+				return rec.Body.Len()
+			}
+			b.ReportMetric(float64(scrape()), "gzip-bytes")
+			b.ReportAllocs()
+			cpuBefore := cpuTime(b)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				scrape()
+			}
+			b.StopTimer()
+			b.ReportMetric(float64((cpuTime(b)-cpuBefore).Nanoseconds())/float64(b.N), "cpu-ns/op")
+		})
+	}
+}
+
+// startBenchJVMs starts n small real JVMs for the benchmarks.
+func startBenchJVMs(b *testing.B, n int) []*testjvm.JVM {
+	b.Helper()
+	jvms := make([]*testjvm.JVM, n)
+	for i := range jvms {
+		jvms[i] = testjvm.Start(b, testjvm.Options{
+			JVMArgs: []string{"-Xmx32m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"},
+			Args:    []string{"--executor-id", strconv.Itoa(i), "--app-id", "app-bench", "--exit-after-s", "900"},
+		})
+	}
+	return jvms
+}
+
+// BenchmarkJVMScrape is one full jvm-collector scrape (discovery, 20
+// hsperfdata files, process table, cgroups, metrics) with 20 real JVMs.
+func BenchmarkJVMScrape(b *testing.B) {
+	jvms := startBenchJVMs(b, 20)
+	_, reg := newLiveJVMCollector(b)
+	families, err := reg.Gather()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, j := range jvms {
+		if _, identity := scrapeJVM(b, reg, j.PID); identity == nil {
+			b.Fatalf("JVM %d not exported", j.PID)
+		}
+	}
+	b.ReportMetric(float64(len(families)), "families")
+	cpuBefore := cpuTime(b)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := reg.Gather(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	// Wall time on a busy machine says little; the budget is CPU time.
+	b.ReportMetric(float64((cpuTime(b)-cpuBefore).Nanoseconds())/float64(b.N), "cpu-ns/op")
+}
+
+// cpuTime is the user+system CPU time this process has used.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkJstatGC is what the exporter replaces: one `jstat -gc` (a JVM
+// of its own) for one JVM. Multiply by the number of JVMs to compare with
+// BenchmarkJVMScrape.
+func BenchmarkJstatGC(b *testing.B) {
+	requireJstat(b)
+	jvms := startBenchJVMs(b, 1)
+	before := childCPUTime(b)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		jstatGC(b, jvms[0].PID)
+	}
+	b.StopTimer()
+	// jstat is a JVM of its own: count the CPU of the child processes.
+	b.ReportMetric(float64((childCPUTime(b)-before).Nanoseconds())/float64(b.N), "cpu-ns/op")
+}
+
+// childCPUTime is the user+system CPU time of this process's waited-for
+// children (the JVMs of the benchmark are still running and not in it).
+func childCPUTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
