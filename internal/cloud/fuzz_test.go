@@ -210,16 +210,7 @@ func FuzzParseKubeNode(f *testing.F) {
 			}
 			return
 		}
-		var doc struct {
-			Kind     string `json:"kind"`
-			Metadata struct {
-				Name   string            `json:"name"`
-				Labels map[string]string `json:"labels"`
-			} `json:"metadata"`
-			Spec struct {
-				ProviderID string `json:"providerID"`
-			} `json:"spec"`
-		}
+		var doc kubeNodeDoc
 		doc.Kind = "Node"
 		doc.Metadata.Name, doc.Metadata.Labels, doc.Spec.ProviderID = node.Name, node.Labels, node.ProviderID
 		again, err := json.Marshal(doc)

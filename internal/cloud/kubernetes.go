@@ -110,17 +110,20 @@ func (k *kubeClient) node(ctx context.Context) (kubeNode, error) {
 	return parseKubeNode(body)
 }
 
+// kubeNodeDoc is the part of a Node object the exporter reads.
+type kubeNodeDoc struct {
+	Kind     string `json:"kind"`
+	Metadata struct {
+		Name   string            `json:"name"`
+		Labels map[string]string `json:"labels"`
+	} `json:"metadata"`
+	Spec struct {
+		ProviderID string `json:"providerID"`
+	} `json:"spec"`
+}
+
 func parseKubeNode(body []byte) (kubeNode, error) {
-	var doc struct {
-		Kind     string `json:"kind"`
-		Metadata struct {
-			Name   string            `json:"name"`
-			Labels map[string]string `json:"labels"`
-		} `json:"metadata"`
-		Spec struct {
-			ProviderID string `json:"providerID"`
-		} `json:"spec"`
-	}
+	var doc kubeNodeDoc
 	if err := json.Unmarshal(body, &doc); err != nil {
 		return kubeNode{}, fmt.Errorf("node: %w", err)
 	}
