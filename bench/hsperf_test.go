@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/executor-exporter/executor_exporter/internal/hsperf"
+	"github.com/executor-exporter/executor_exporter/internal/testenv"
 )
 
 // BenchmarkHsperfParseStats is the CPU part of reading one JVM: parsing its
@@ -25,7 +25,7 @@ func BenchmarkHsperfParseStats(b *testing.B) {
 		b.Run(gc, func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(raw)))
-			before := cpuTime(b)
+			reportCPU := testenv.CPUPerOp(b, syscall.RUSAGE_SELF)
 			for i := 0; i < b.N; i++ {
 				snap, err := hsperf.Parse(raw)
 				if err != nil {
@@ -35,18 +35,7 @@ func BenchmarkHsperfParseStats(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			// ns/op is wall time, which a busy 2-CPU machine inflates;
-			// the budget is CPU time.
-			b.ReportMetric(float64((cpuTime(b)-before).Nanoseconds())/float64(b.N), "cpu-ns/op")
+			reportCPU()
 		})
 	}
-}
-
-// cpuTime is the user+system CPU time this process has used.
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

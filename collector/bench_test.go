@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/executor-exporter/executor_exporter/internal/jvm"
+	"github.com/executor-exporter/executor_exporter/internal/testenv"
 	"github.com/executor-exporter/executor_exporter/internal/testjvm"
 )
 
@@ -59,13 +60,13 @@ func BenchmarkHTTPScrape(b *testing.B) {
 			}
 			b.ReportMetric(float64(scrape()), "gzip-bytes")
 			b.ReportAllocs()
-			cpuBefore := cpuTime(b)
+			reportCPU := testenv.CPUPerOp(b, syscall.RUSAGE_SELF)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				scrape()
 			}
 			b.StopTimer()
-			b.ReportMetric(float64((cpuTime(b)-cpuBefore).Nanoseconds())/float64(b.N), "cpu-ns/op")
+			reportCPU()
 		})
 	}
 }
@@ -98,7 +99,7 @@ func BenchmarkJVMScrape(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(len(families)), "families")
-	cpuBefore := cpuTime(b)
+	reportCPU := testenv.CPUPerOp(b, syscall.RUSAGE_SELF)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if _, err := reg.Gather(); err != nil {
@@ -106,17 +107,7 @@ func BenchmarkJVMScrape(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	// Wall time on a busy machine says little; the budget is CPU time.
-	b.ReportMetric(float64((cpuTime(b)-cpuBefore).Nanoseconds())/float64(b.N), "cpu-ns/op")
-}
-
-// cpuTime is the user+system CPU time this process has used.
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	reportCPU()
 }
 
 // BenchmarkJstatGC is what the exporter replaces: one `jstat -gc` (a JVM
@@ -125,22 +116,13 @@ func cpuTime(b *testing.B) time.Duration {
 func BenchmarkJstatGC(b *testing.B) {
 	requireJstat(b)
 	jvms := startBenchJVMs(b, 1)
-	before := childCPUTime(b)
+	// jstat is a JVM of its own: count the CPU of the waited-for children
+	// (the benchmark's JVMs are still running and not in it).
+	reportCPU := testenv.CPUPerOp(b, syscall.RUSAGE_CHILDREN)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		jstatGC(b, jvms[0].PID)
 	}
 	b.StopTimer()
-	// jstat is a JVM of its own: count the CPU of the child processes.
-	b.ReportMetric(float64((childCPUTime(b)-before).Nanoseconds())/float64(b.N), "cpu-ns/op")
-}
-
-// childCPUTime is the user+system CPU time of this process's waited-for
-// children (the JVMs of the benchmark are still running and not in it).
-func childCPUTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	reportCPU()
 }

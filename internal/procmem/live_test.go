@@ -21,21 +21,15 @@ import (
 	"github.com/executor-exporter/executor_exporter/internal/testjvm"
 )
 
-// requireLive stops a live test that cannot run here: a failure when CI is
-// set (CI runs as root with python3), a skip with the reason otherwise.
+// requireLive stops a live test that cannot run here (testenv: a failure
+// in CI, which runs as root with python3; a skip with the reason elsewhere).
 func requireLive(t *testing.T, needRoot bool, tools ...string) {
 	t.Helper()
-	stop := t.Skipf
-	if os.Getenv("CI") != "" {
-		stop = t.Fatalf
-	}
-	if needRoot && os.Geteuid() != 0 {
-		stop("needs root to create memory cgroups (running as uid %d)", os.Geteuid())
+	if needRoot {
+		testenv.RequireRoot(t) // to create memory cgroups
 	}
 	for _, tool := range tools {
-		if _, err := exec.LookPath(tool); err != nil {
-			stop("%s not found on PATH", tool)
-		}
+		testenv.RequireTool(t, tool)
 	}
 }
 
@@ -106,8 +100,7 @@ func makeMemoryCgroup(t *testing.T, limitBytes uint64) (dir, cgPath string, vers
 	case fileExists("/sys/fs/cgroup/cgroup.controllers"):
 		dir, version, limitFile = "/sys/fs/cgroup/"+name, 2, "memory.max"
 	default:
-		requireLive(t, false)
-		t.Skip("no memory cgroup hierarchy mounted at /sys/fs/cgroup")
+		testenv.Unavailable(t, "no memory cgroup hierarchy mounted at /sys/fs/cgroup")
 	}
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		testenv.Unavailable(t, "cannot create a memory cgroup here: %v", err)

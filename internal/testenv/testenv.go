@@ -14,7 +14,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // InCI reports whether the tests run in CI, where nothing may be missing.
@@ -86,4 +88,27 @@ func ExporterBinary(t testing.TB) string {
 		t.Fatal(buildErr)
 	}
 	return binPath
+}
+
+// CPUPerOp starts counting CPU time — user plus system, of this process
+// (syscall.RUSAGE_SELF) or of its waited-for children
+// (syscall.RUSAGE_CHILDREN) — and returns a func that reports what was used
+// since, per b.N, as the cpu-ns/op metric. The budgets are CPU time: wall
+// time (ns/op) on a shared machine says little.
+func CPUPerOp(b *testing.B, who int) (report func()) {
+	b.Helper()
+	start := cpuTime(b, who)
+	return func() {
+		b.Helper()
+		b.ReportMetric(float64((cpuTime(b, who)-start).Nanoseconds())/float64(b.N), "cpu-ns/op")
+	}
+}
+
+func cpuTime(b *testing.B, who int) time.Duration {
+	b.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(who, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
