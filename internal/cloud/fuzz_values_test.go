@@ -1,6 +1,7 @@
 package cloud
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -138,11 +139,7 @@ func checkLabelPairs(t *testing.T, labels map[string]string) {
 	if len(names) != len(labels) || len(values) != len(labels) {
 		t.Fatalf("%d labels gave %d names, %d values", len(labels), len(names), len(values))
 	}
-	keys := make([]string, 0, len(labels))
-	for k := range labels {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	keys := slices.Sorted(maps.Keys(labels))
 	seen := map[string]string{}
 	for i, k := range keys {
 		name := names[i]
