@@ -12,6 +12,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/executor-exporter/executor_exporter/internal/testenv"
 	"github.com/executor-exporter/executor_exporter/internal/testjvm"
 )
 
@@ -27,7 +28,7 @@ var deployedCaps = []string{"sys_ptrace", "dac_read_search", "syslog"}
 // runtime does for the DaemonSet.
 func boundedCommand(t *testing.T, caps []string, argv ...string) *exec.Cmd {
 	t.Helper()
-	setpriv := requireTool(t, "setpriv")
+	setpriv := testenv.RequireTool(t, "setpriv")
 	bounding := "-all"
 	for _, c := range caps {
 		bounding += ",+" + c
@@ -41,7 +42,7 @@ func boundedCommand(t *testing.T, caps []string, argv ...string) *exec.Cmd {
 // AmbientCapabilities=...).
 func ambientCommand(t *testing.T, uid string, caps []string, argv ...string) *exec.Cmd {
 	t.Helper()
-	setpriv := requireTool(t, "setpriv")
+	setpriv := testenv.RequireTool(t, "setpriv")
 	args := []string{"--reuid=" + uid, "--regid=" + uid, "--clear-groups"}
 	if len(caps) > 0 {
 		set := "+" + strings.Join(caps, ",+")
@@ -62,8 +63,8 @@ func without(all []string, drop string) []string {
 }
 
 func TestCapabilitiesForOtherUsersJVMs(t *testing.T) {
-	requireRoot(t)
-	requireTool(t, "setpriv")
+	testenv.RequireRoot(t)
+	testenv.RequireTool(t, "setpriv")
 	nobody, err := user.Lookup("nobody")
 	if err != nil {
 		t.Fatalf("a non-root user is needed to own the JVM: %v", err)
@@ -109,7 +110,7 @@ func TestCapabilitiesForOtherUsersJVMs(t *testing.T) {
 			if err := os.WriteFile(kmsg, nil, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			argv := []string{exporterBinary(t), "--web.listen-address=" + addr,
+			argv := []string{testenv.ExporterBinary(t), "--web.listen-address=" + addr,
 				"--cloud.provider=none", "--oom.kmsg-path=" + kmsg, "--jvm.sample-interval=0", "--log.level=debug"}
 			cmd := boundedCommand(t, c.caps, argv...)
 			if c.ambient {
@@ -148,7 +149,7 @@ func TestCapabilitiesForOtherUsersJVMs(t *testing.T) {
 }
 
 func TestCapabilitySyslogForKmsg(t *testing.T) {
-	requireRoot(t)
+	testenv.RequireRoot(t)
 	restrict, err := os.ReadFile("/proc/sys/kernel/dmesg_restrict")
 	if err != nil {
 		t.Fatal(err)
@@ -156,7 +157,7 @@ func TestCapabilitySyslogForKmsg(t *testing.T) {
 	if _, err := os.Stat("/dev/kmsg"); err != nil {
 		t.Fatalf("/dev/kmsg: %v", err)
 	}
-	dd := requireTool(t, "dd")
+	dd := testenv.RequireTool(t, "dd")
 	open := func(caps []string) error {
 		return boundedCommand(t, caps, dd, "if=/dev/kmsg", "of=/dev/null", "count=0", "status=none").Run()
 	}

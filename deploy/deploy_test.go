@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v2"
+
+	"github.com/executor-exporter/executor_exporter/internal/testenv"
 )
 
 func TestPrometheusOperatorOverlay(t *testing.T) {
@@ -24,7 +26,7 @@ func TestPrometheusOperatorOverlay(t *testing.T) {
 
 	// The PodMonitor is the alternative, kept out of the kustomization so
 	// targets are not scraped twice; it must select the DaemonSet's pods.
-	raw, err := os.ReadFile(filepath.Join(repoRoot(), "deploy", "kubernetes", "prometheus-operator", "podmonitor.yaml"))
+	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "deploy", "kubernetes", "prometheus-operator", "podmonitor.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,9 +73,9 @@ func checkMonitor(t *testing.T, kind string, m serviceMonitor, targetLabels map[
 // rendered rules and compares it with the committed one, then has promtool
 // check the rules it carries.
 func TestPrometheusRuleIsFresh(t *testing.T) {
-	dir := filepath.Join(repoRoot(), "deploy", "kubernetes", "prometheus-operator")
+	dir := filepath.Join(testenv.RepoRoot(), "deploy", "kubernetes", "prometheus-operator")
 	for _, f := range []string{"rules.yaml", "alerts.yaml"} {
-		if _, err := os.Stat(filepath.Join(repoRoot(), "mixin", "generated", f)); err != nil {
+		if _, err := os.Stat(filepath.Join(testenv.RepoRoot(), "mixin", "generated", f)); err != nil {
 			t.Fatalf("mixin/generated/%s: %v (make mixin renders it)", f, err)
 		}
 	}
@@ -105,14 +107,14 @@ func TestPrometheusRuleIsFresh(t *testing.T) {
 	if err := os.WriteFile(file, groups, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	promtool := requireTool(t, "promtool")
+	promtool := testenv.RequireTool(t, "promtool")
 	if out, err := exec.Command(promtool, "check", "rules", file).CombinedOutput(); err != nil {
 		t.Fatalf("promtool check rules on the PrometheusRule's groups: %v\n%s", err, out)
 	}
 }
 
 func TestDockerfile(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(repoRoot(), "Dockerfile"))
+	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "Dockerfile"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +156,7 @@ func TestDockerfile(t *testing.T) {
 	}
 
 	// The builder's Go is the one go.mod asks for.
-	gomod, err := os.ReadFile(filepath.Join(repoRoot(), "go.mod"))
+	gomod, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "go.mod"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +170,7 @@ func TestDockerfile(t *testing.T) {
 }
 
 func TestSystemdUnit(t *testing.T) {
-	unitPath := filepath.Join(repoRoot(), "deploy", "systemd", "executor_exporter.service")
+	unitPath := filepath.Join(testenv.RepoRoot(), "deploy", "systemd", "executor_exporter.service")
 	unit, err := os.ReadFile(unitPath)
 	if err != nil {
 		t.Fatal(err)
@@ -199,7 +201,7 @@ func TestSystemdUnit(t *testing.T) {
 	}
 
 	// The env file's flags exist.
-	env, err := os.ReadFile(filepath.Join(repoRoot(), "deploy", "systemd", "executor_exporter.default"))
+	env, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "deploy", "systemd", "executor_exporter.default"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,9 +214,9 @@ func TestSystemdUnit(t *testing.T) {
 	// systemd's own checks, with ExecStart pointed at a real binary: verify
 	// prints unknown keys and bad values (and still exits 0), so any output
 	// fails; security scores the sandbox (0 best, 10 worst).
-	analyze := requireTool(t, "systemd-analyze")
+	analyze := testenv.RequireTool(t, "systemd-analyze")
 	copyPath := filepath.Join(t.TempDir(), "executor_exporter.service")
-	patched := strings.ReplaceAll(string(unit), "/usr/local/bin/executor_exporter", exporterBinary(t))
+	patched := strings.ReplaceAll(string(unit), "/usr/local/bin/executor_exporter", testenv.ExporterBinary(t))
 	if err := os.WriteFile(copyPath, []byte(patched), 0o644); err != nil {
 		t.Fatal(err)
 	}

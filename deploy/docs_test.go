@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/executor-exporter/executor_exporter/internal/testenv"
 	"github.com/executor-exporter/executor_exporter/internal/testjvm"
 )
 
@@ -37,7 +38,7 @@ var (
 
 func readMetricsDoc(t *testing.T) map[string]docMetric {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(repoRoot(), "docs", "metrics.md"))
+	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "docs", "metrics.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func TestMetricsDocMatchesScrape(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := freeAddr(t)
-	cmd := exec.Command(exporterBinary(t), "--web.listen-address="+addr, "--cloud.provider=none",
+	cmd := exec.Command(testenv.ExporterBinary(t), "--web.listen-address="+addr, "--cloud.provider=none",
 		"--oom.kmsg-path="+kmsg, "--jvm.sample-interval=0")
 	logs := &strings.Builder{}
 	cmd.Stderr = logs
@@ -179,7 +180,7 @@ func freeAddr(t *testing.T) string {
 // every flag of `executor_exporter --help`, and no row for a flag that does
 // not exist.
 func TestConfigurationDocListsEveryFlag(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(repoRoot(), "docs", "configuration.md"))
+	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "docs", "configuration.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +219,7 @@ func TestUserDocsLinksResolve(t *testing.T) {
 	link := regexp.MustCompile(`\]\(([^)#\s]+)(#[^)]*)?\)`)
 	docs := []string{"metrics", "configuration", "kubernetes", "spark", "cardinality", "security", "troubleshooting", "performance"}
 	for _, name := range docs {
-		path := filepath.Join(repoRoot(), "docs", name+".md")
+		path := filepath.Join(testenv.RepoRoot(), "docs", name+".md")
 		raw, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)

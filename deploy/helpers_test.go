@@ -13,20 +13,12 @@ import (
 	"github.com/executor-exporter/executor_exporter/internal/testenv"
 )
 
-func repoRoot() string { return testenv.RepoRoot() }
-
-func requireTool(t testing.TB, name string) string { return testenv.RequireTool(t, name) }
-
-func requireRoot(t testing.TB) { testenv.RequireRoot(t) }
-
-func exporterBinary(t testing.TB) string { return testenv.ExporterBinary(t) }
-
 var helpFlag = regexp.MustCompile(`(?m)^\s+(?:-\w, )?--(?:\[no-\])?([a-z0-9][a-z0-9.\-]*)`)
 
 // exporterFlags are the long flags `executor_exporter --help` lists.
 func exporterFlags(t testing.TB) map[string]bool {
 	t.Helper()
-	out, err := exec.Command(exporterBinary(t), "--help").CombinedOutput()
+	out, err := exec.Command(testenv.ExporterBinary(t), "--help").CombinedOutput()
 	if err != nil {
 		t.Fatalf("--help: %v: %s", err, out)
 	}
@@ -70,8 +62,8 @@ func checkFlagsExist(t *testing.T, where string, args []string) {
 // kustomize built in and needs no cluster for it.
 func kustomize(t *testing.T, dir string) []byte {
 	t.Helper()
-	kubectl := requireTool(t, "kubectl")
-	cmd := exec.Command(kubectl, "kustomize", filepath.Join(repoRoot(), dir))
+	kubectl := testenv.RequireTool(t, "kubectl")
+	cmd := exec.Command(kubectl, "kustomize", filepath.Join(testenv.RepoRoot(), dir))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/executor-exporter/executor_exporter/internal/testenv"
 )
 
 const namespace = "executor-exporter"
@@ -213,7 +215,7 @@ func TestRBACGrantsExactlyWhatTheCodeCalls(t *testing.T) {
 
 	// The code side: every Kubernetes API path the exporter's code names,
 	// and every HTTP method in the file that calls it.
-	paths, methods := kubernetesCalls(t, filepath.Join(repoRoot(), "internal", "cloud"))
+	paths, methods := kubernetesCalls(t, filepath.Join(testenv.RepoRoot(), "internal", "cloud"))
 	if !slices.Equal(paths, []string{"/api/v1/nodes/"}) {
 		t.Errorf("the code calls Kubernetes API paths %v; the ClusterRole grants only GET /api/v1/nodes/{name}: update both together", paths)
 	}

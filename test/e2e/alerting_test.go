@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/executor-exporter/executor_exporter/internal/testenv"
 	"github.com/executor-exporter/executor_exporter/internal/testjvm"
 )
 
@@ -140,7 +141,7 @@ func mixinJsonnetVersion(t testing.TB) string {
 // directory and returns the directory of its rule files.
 func renderMixin(t testing.TB, overrides string) string {
 	t.Helper()
-	goTool := requireTool(t, "go")
+	goTool := testenv.RequireTool(t, "go")
 	out := t.TempDir()
 	for _, d := range []string{"mixin/generated", "dashboards"} {
 		if err := os.MkdirAll(filepath.Join(out, d), 0o755); err != nil {

@@ -21,9 +21,6 @@ import (
 	"github.com/executor-exporter/executor_exporter/internal/testenv"
 )
 
-// exporterBinary is the binary under test.
-func exporterBinary(t testing.TB) string { return testenv.ExporterBinary(t) }
-
 // freeAddr returns a loopback address with a port nobody listens on.
 func freeAddr(t testing.TB) string {
 	t.Helper()
@@ -76,7 +73,7 @@ func startExporter(t testing.TB, args ...string) *exporter {
 func startExporterNoWait(t testing.TB, addr string, args ...string) *exporter {
 	t.Helper()
 	e := &exporter{Addr: addr, logs: &bytes.Buffer{}, mu: &sync.Mutex{}}
-	e.cmd = exec.Command(exporterBinary(t), append([]string{"--web.listen-address=" + addr}, args...)...)
+	e.cmd = exec.Command(testenv.ExporterBinary(t), append([]string{"--web.listen-address=" + addr}, args...)...)
 	e.cmd.Stdout = lockedWriter{e.mu, e.logs}
 	e.cmd.Stderr = lockedWriter{e.mu, e.logs}
 	e.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -195,14 +192,10 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 	}
 }
 
-func requireTool(t testing.TB, name string) string { return testenv.RequireTool(t, name) }
-
-func requireRoot(t testing.TB) { testenv.RequireRoot(t) }
-
 // promtoolCheckMetrics runs `promtool check metrics` on a scrape.
 func promtoolCheckMetrics(t testing.TB, text string) {
 	t.Helper()
-	cmd := exec.Command(requireTool(t, "promtool"), "check", "metrics")
+	cmd := exec.Command(testenv.RequireTool(t, "promtool"), "check", "metrics")
 	cmd.Stdin = strings.NewReader(text)
 	if out, err := cmd.CombinedOutput(); err != nil || len(bytes.TrimSpace(out)) > 0 {
 		t.Fatalf("promtool check metrics: %v\n%s", err, out)

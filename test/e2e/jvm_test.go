@@ -86,8 +86,8 @@ func merge(m map[string]string, kv ...string) map[string]string {
 // private /tmp, as in a container, is found through /proc/<pid>/root and
 // reported under its host pid.
 func TestJVMInContainer(t *testing.T) {
-	requireRoot(t)
-	requireTool(t, "unshare")
+	testenv.RequireRoot(t)
+	testenv.RequireTool(t, "unshare")
 	// The private /tmp hides the host's, where the test classes are:
 	// carry them over with a bind mount through a directory outside /tmp.
 	classes := testjvm.Classpath(t)
@@ -131,7 +131,7 @@ func TestJVMInContainer(t *testing.T) {
 // TestJVMCgroupLimit: a JVM in a memory cgroup with a limit is reported
 // with that limit and the cgroup's usage.
 func TestJVMCgroupLimit(t *testing.T) {
-	requireRoot(t)
+	testenv.RequireRoot(t)
 	const memRoot = "/sys/fs/cgroup/memory"
 	if _, err := os.Stat(filepath.Join(memRoot, "memory.limit_in_bytes")); err != nil {
 		testenv.Unavailable(t, "no cgroup v1 memory controller at %s: %v", memRoot, err)

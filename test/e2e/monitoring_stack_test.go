@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/executor-exporter/executor_exporter/internal/testenv"
 	"github.com/executor-exporter/executor_exporter/internal/testjvm"
 )
 
@@ -37,7 +38,7 @@ type monitoringStack struct {
 // alerting to alertmanager (host:port; "" for none).
 func startMonitoringStack(t *testing.T, rulesDir, alertmanager string, extraTargets ...string) *monitoringStack {
 	t.Helper()
-	requireRoot(t)
+	testenv.RequireRoot(t)
 	st := &monitoringStack{}
 	opts := fullHeapExecutor
 	opts.Cgroup = mixinCgroup(t, 256<<20)
@@ -201,7 +202,7 @@ func mixinWaitReady(t testing.TB, what, addr string) {
 
 func mixinAlertmanager(t testing.TB, webhookURL string) string {
 	t.Helper()
-	bin := requireTool(t, "prometheus-alertmanager")
+	bin := testenv.RequireTool(t, "prometheus-alertmanager")
 	dir := t.TempDir()
 	cfg := fmt.Sprintf(`route:
   receiver: webhook
@@ -227,7 +228,7 @@ receivers:
 
 func mixinPrometheus(t testing.TB, rulesDir, alertmanager string, targets []string) string {
 	t.Helper()
-	bin := requireTool(t, "prometheus")
+	bin := testenv.RequireTool(t, "prometheus")
 	dir := t.TempDir()
 	var alerting string
 	if alertmanager != "" {

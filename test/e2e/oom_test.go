@@ -145,7 +145,7 @@ const oomCgroupLimit = 256 << 20
 // after the kill.
 func runOOMCase(t *testing.T, tc oomCase, exporterArgs ...string) oomResult {
 	t.Helper()
-	requireRoot(t)
+	testenv.RequireRoot(t)
 	requireKmsg(t)
 	testjvm.RequireJava(t)
 	cg := makeMemoryCgroup(t, fmt.Sprintf("executor-exporter-e2e-oom-%s-%d", tc.name, os.Getpid()), oomCgroupLimit)
@@ -223,7 +223,7 @@ func killLabels(r oomResult, cause string) map[string]string {
 // scraping the exporter sees increase() > 0 on the first kill, and the
 // verdict is native.
 func TestOOMKillNative(t *testing.T) {
-	requireRoot(t)
+	testenv.RequireRoot(t)
 	prom := startPrometheus(t)
 	r := runOOMCase(t, oomCase{
 		name:       "native",
@@ -279,7 +279,7 @@ type promServer struct {
 
 func startPrometheus(t *testing.T) *promServer {
 	t.Helper()
-	bin := requireTool(t, "prometheus")
+	bin := testenv.RequireTool(t, "prometheus")
 	p := &promServer{addr: freeAddr(t), dir: t.TempDir(), logs: &bytes.Buffer{}}
 	p.writeConfig(t, "")
 	p.cmd = exec.Command(bin,
