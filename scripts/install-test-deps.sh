@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tests run for real, from Debian's packages, when it is
 # missing: promtool + prometheus, alertmanager, the JDK's java/javac/jstat,
-# and kubectl.
+# kubectl, and chromium.
 # CI machines are fresh, so the package lists are updated first.
 set -euo pipefail
 
@@ -16,6 +16,8 @@ command -v unshare >/dev/null 2>&1 || need+=(util-linux)
 # The manifest tests render kustomize and dry-run the result with kubectl;
 # Debian's own client (1.20) does both when the machine has no newer one.
 command -v kubectl >/dev/null 2>&1 || need+=(kubernetes-client)
+# The status page test opens / in a real headless browser.
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 
 if [ ${#need[@]} -eq 0 ]; then
   echo "test dependencies: all present"
