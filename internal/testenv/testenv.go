@@ -1,6 +1,7 @@
-// Package testenv holds what the project's tests ask of the machine: a
-// tool on PATH, root, the repository, the built exporter. It is imported
-// only from _test.go files.
+// Package testenv holds what the project's tests ask of the machine (a
+// tool on PATH, root, the repository, the built exporter, a memory cgroup,
+// a free port) and the one polling helper, WaitFor. It is imported only
+// from _test.go files (depguard enforces it).
 //
 // The rule it enforces: a test that cannot run here fails in CI (the CI
 // environment variable is set, and `make test` installs everything) and is

@@ -1,0 +1,53 @@
+package testenv
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestNewMemoryCgroup: the cgroup has the limit, a process put in it shows
+// the cgroup's Path in /proc/<pid>/cgroup, and when the test ends the
+// process is killed and the cgroup is gone.
+func TestNewMemoryCgroup(t *testing.T) {
+	var cg MemoryCgroup
+	var cmd *exec.Cmd
+	t.Run("inner", func(t *testing.T) {
+		cg = NewMemoryCgroup(t, 64<<20)
+		limitFile := "memory.limit_in_bytes"
+		if cg.Version == 2 {
+			limitFile = "memory.max"
+		}
+		if b, err := os.ReadFile(filepath.Join(cg.Dir, limitFile)); err != nil || strings.TrimSpace(string(b)) != strconv.Itoa(64<<20) {
+			t.Fatalf("%s = %q, %v; want %d", limitFile, b, err, 64<<20)
+		}
+		cmd = exec.Command("sleep", "600")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(cg.Procs(), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(cmd.Process.Pid), "cgroup"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), ":"+cg.Path+"\n") {
+			t.Errorf("/proc/<pid>/cgroup does not show %s:\n%s", cg.Path, b)
+		}
+	})
+	if cmd == nil {
+		return // skipped (no cgroups here) or failed
+	}
+	err := cmd.Wait()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Errorf("the process in the cgroup ended with %v, want killed", err)
+	}
+	if _, err := os.Stat(cg.Dir); !os.IsNotExist(err) {
+		t.Errorf("cgroup %s left behind: %v", cg.Dir, err)
+	}
+}
