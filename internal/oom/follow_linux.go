@@ -36,9 +36,11 @@ type Follower struct {
 	onRecord func([]byte)
 	onError  func(error)
 
+	open func() (source, error)
+
 	mu   sync.Mutex
-	file *os.File
-	err  error // the last open or read error; nil while reading fine
+	file io.Closer // the open log, closed by Stop to unblock a read
+	err  error     // the last open or read error; nil while reading fine
 
 	stop chan struct{}
 	done chan struct{}
@@ -57,9 +59,22 @@ func Follow(cfg FollowConfig, onRecord func([]byte), onError func(error)) *Follo
 	if cfg.MaxBackoff < cfg.MinBackoff {
 		cfg.MaxBackoff = max(cfg.MinBackoff, time.Minute)
 	}
-	f := &Follower{cfg: cfg, onRecord: onRecord, onError: onError, stop: make(chan struct{}), done: make(chan struct{})}
+	return follow(cfg, func() (source, error) { return openLog(cfg.Path) }, onRecord, onError)
+}
+
+// follow is Follow reading from what open returns, so tests can stand in
+// for the kernel (a ring buffer overrun cannot be caused at will).
+func follow(cfg FollowConfig, open func() (source, error), onRecord func([]byte), onError func(error)) *Follower {
+	f := &Follower{cfg: cfg, open: open, onRecord: onRecord, onError: onError, stop: make(chan struct{}), done: make(chan struct{})}
 	go f.loop()
 	return f
+}
+
+// source is an open kernel log, positioned at its end.
+type source struct {
+	r io.ReadCloser
+	// records: one record per read (/dev/kmsg); otherwise one per line.
+	records bool
 }
 
 // Err is the last open or read error, nil while records are being read.
@@ -134,57 +149,67 @@ func (f *Follower) sleep(d time.Duration) bool {
 	}
 }
 
-// followOnce opens Path, goes to its end and reads until an error.
+// followOnce opens the log and reads until an error.
 func (f *Follower) followOnce() error {
-	// O_NONBLOCK: opening a FIFO does not wait for a writer, and Go's
-	// poller then waits for data on the device or FIFO, so Close (Stop)
-	// interrupts a read. O_NOFOLLOW: the path is used as given, never a
-	// symlink planted in its place.
-	file, err := os.OpenFile(f.cfg.Path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	src, err := f.open()
 	if err != nil {
-		return fmt.Errorf("open kernel log: %w", err)
+		return err
 	}
 	f.mu.Lock()
 	if f.stopped() {
 		f.mu.Unlock()
-		file.Close()
+		src.r.Close()
 		return nil
 	}
-	f.file = file
+	f.file = src.r
 	f.mu.Unlock()
 	defer func() {
 		f.mu.Lock()
 		f.file = nil
 		f.mu.Unlock()
-		file.Close()
+		src.r.Close()
 	}()
+	// Open and at the end: reading works again even if the log stays
+	// quiet for hours.
+	f.clearErr()
+	if src.records {
+		return f.readRecords(src.r)
+	}
+	return f.readLines(src.r)
+}
 
+// openLog opens path at its end.
+func openLog(path string) (source, error) {
+	// O_NONBLOCK: opening a FIFO does not wait for a writer, and Go's
+	// poller then waits for data on the device or FIFO, so Close (Stop)
+	// interrupts a read. O_NOFOLLOW: the path is used as given, never a
+	// symlink planted in its place.
+	file, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return source{}, fmt.Errorf("open kernel log: %w", err)
+	}
 	info, err := file.Stat()
 	if err != nil {
-		return fmt.Errorf("stat kernel log: %w", err)
+		file.Close()
+		return source{}, fmt.Errorf("stat kernel log: %w", err)
 	}
 	// Only what is logged from now on: on /dev/kmsg SEEK_END skips the
 	// ring buffer's history, on a file its present content. A FIFO cannot
 	// seek and has no history.
 	if info.Mode()&os.ModeNamedPipe == 0 {
 		if _, err := file.Seek(0, io.SeekEnd); err != nil {
-			return fmt.Errorf("seek to the end of the kernel log: %w", err)
+			file.Close()
+			return source{}, fmt.Errorf("seek to the end of the kernel log: %w", err)
 		}
 	}
-	// Open and at the end: reading works again even if the log stays
-	// quiet for hours.
-	f.clearErr()
-	if info.Mode()&os.ModeCharDevice != 0 {
-		return f.readRecords(file)
-	}
-	return f.readLines(file)
+	return source{r: file, records: info.Mode()&os.ModeCharDevice != 0}, nil
 }
 
 // readRecords reads /dev/kmsg: each read returns exactly one record.
-func (f *Follower) readRecords(file *os.File) error {
+func (f *Follower) readRecords(r io.Reader) error {
 	buf := make([]byte, recordBufSize)
 	for {
-		n, err := file.Read(buf)
+		n, err := r.Read(buf)
 		switch {
 		case err == nil:
 			f.clearErr()
@@ -212,7 +237,7 @@ func (f *Follower) readRecords(file *os.File) error {
 
 // readLines reads a regular file or FIFO of one record per line, waiting
 // PollInterval at its end for more.
-func (f *Follower) readLines(file *os.File) error {
+func (f *Follower) readLines(file io.Reader) error {
 	r := bufio.NewReaderSize(file, recordBufSize)
 	var partial []byte
 	for {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -38,17 +39,8 @@ func (c *collected) snapshot() ([]string, []error) {
 	return append([]string(nil), c.records...), append([]error(nil), c.errs...)
 }
 
-// waitUntil polls cond; the timeout only bounds a hang.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
+// waitTimeout bounds a hang; the machine may be busy.
+const waitTimeout = 30 * time.Second
 
 func fastConfig(path string) FollowConfig {
 	return FollowConfig{Path: path, PollInterval: 10 * time.Millisecond, MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond}
@@ -70,7 +62,7 @@ func TestFollowRegularFileStartsAtItsEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	waitUntil(t, "the follower to see a marker", func() bool {
+	testenv.WaitFor(t, waitTimeout, "the follower to see a marker", func() bool {
 		fmt.Fprintln(w, "6,2,2,-;marker")
 		recs, _ := c.snapshot()
 		return len(recs) > 0
@@ -79,7 +71,7 @@ func TestFollowRegularFileStartsAtItsEnd(t *testing.T) {
 	fmt.Fprint(w, "3,3,3,-;Out of memory: Killed process 42 (ja")
 	time.Sleep(50 * time.Millisecond)
 	fmt.Fprint(w, "va) total-vm:1kB\n")
-	waitUntil(t, "the kill record", func() bool {
+	testenv.WaitFor(t, waitTimeout, "the kill record", func() bool {
 		recs, _ := c.snapshot()
 		return strings.Contains(strings.Join(recs, ""), "Killed process 42")
 	})
@@ -113,7 +105,7 @@ func TestFollowFIFO(t *testing.T) {
 		fmt.Fprintf(w, "Memory cgroup out of memory: Killed process %d (java) total-vm:1kB\n", 100+writer)
 		w.Close()
 		want := fmt.Sprintf("Killed process %d", 100+writer)
-		waitUntil(t, want, func() bool {
+		testenv.WaitFor(t, waitTimeout, want, func() bool {
 			recs, _ := c.snapshot()
 			return strings.Contains(strings.Join(recs, ""), want)
 		})
@@ -128,7 +120,7 @@ func TestFollowMissingPathReportsAndRecovers(t *testing.T) {
 	var c collected
 	f := Follow(fastConfig(path), c.record, c.err)
 	defer f.Stop()
-	waitUntil(t, "an open error", func() bool { return f.Err() != nil })
+	testenv.WaitFor(t, waitTimeout, "an open error", func() bool { return f.Err() != nil })
 	if err := f.Err(); !os.IsNotExist(err) && !strings.Contains(err.Error(), "no such file") {
 		t.Errorf("Err = %v, want not-exist", err)
 	}
@@ -137,13 +129,13 @@ func TestFollowMissingPathReportsAndRecovers(t *testing.T) {
 	}
 	// Recovered as soon as it is open, before any record: a quiet log is
 	// not a broken one.
-	waitUntil(t, "the error to clear once the file exists", func() bool { return f.Err() == nil })
+	testenv.WaitFor(t, waitTimeout, "the error to clear once the file exists", func() bool { return f.Err() == nil })
 	w, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	waitUntil(t, "records after the file appeared", func() bool {
+	testenv.WaitFor(t, waitTimeout, "records after the file appeared", func() bool {
 		fmt.Fprintln(w, "6,1,1,-;hello")
 		recs, _ := c.snapshot()
 		return len(recs) > 0 && f.Err() == nil
@@ -169,7 +161,7 @@ func TestFollowRefusesSymlink(t *testing.T) {
 	var c collected
 	f := Follow(fastConfig(link), c.record, c.err)
 	defer f.Stop()
-	waitUntil(t, "the symlink to be refused", func() bool { return f.Err() != nil })
+	testenv.WaitFor(t, waitTimeout, "the symlink to be refused", func() bool { return f.Err() != nil })
 	if !strings.Contains(f.Err().Error(), "too many levels of symbolic links") {
 		t.Errorf("Err = %v, want ELOOP", f.Err())
 	}
@@ -194,7 +186,7 @@ func TestFollowDevKmsg(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	waitUntil(t, "the marker to come back from /dev/kmsg", func() bool {
+	testenv.WaitFor(t, waitTimeout, "the marker to come back from /dev/kmsg", func() bool {
 		// printk_devkmsg=ratelimit allows bursts of a few writes; one per
 		// 100 ms stays well inside it.
 		fmt.Fprintln(w, marker)
@@ -225,5 +217,75 @@ func TestFollowDevKmsg(t *testing.T) {
 		stopped = true
 	case <-time.After(10 * time.Second):
 		t.Fatal("Stop did not return while blocked reading /dev/kmsg")
+	}
+}
+
+// kmsgStandIn plays /dev/kmsg: each Read returns the next scripted record
+// or error, then blocks until Close, as the device does when no record is
+// pending.
+type kmsgStandIn struct {
+	mu     sync.Mutex
+	script []any // string: a record; error: a failed read
+	closed chan struct{}
+	once   sync.Once
+}
+
+func (k *kmsgStandIn) Read(p []byte) (int, error) {
+	k.mu.Lock()
+	if len(k.script) > 0 {
+		next := k.script[0]
+		k.script = k.script[1:]
+		k.mu.Unlock()
+		if err, ok := next.(error); ok {
+			return 0, err
+		}
+		return copy(p, next.(string)), nil
+	}
+	k.mu.Unlock()
+	<-k.closed
+	return 0, os.ErrClosed
+}
+
+func (k *kmsgStandIn) Close() error {
+	k.once.Do(func() { close(k.closed) })
+	return nil
+}
+
+// TestFollowRecordsReadsOnAfterTransientErrors: EPIPE (the ring buffer
+// overwrote records not yet read; the next read returns the oldest one
+// left), EINTR and EAGAIN are not failures. The record after them
+// arrives, no error is reported, and the log is not reopened (a reopen
+// seeks to the end and would lose the records still in the buffer).
+func TestFollowRecordsReadsOnAfterTransientErrors(t *testing.T) {
+	const kill = "3,10,10,-;Memory cgroup out of memory: Killed process 42 (java)"
+	for _, errno := range []syscall.Errno{syscall.EPIPE, syscall.EINTR, syscall.EAGAIN} {
+		t.Run(errno.Error(), func(t *testing.T) {
+			dev := &kmsgStandIn{closed: make(chan struct{}), script: []any{
+				&os.PathError{Op: "read", Path: "/dev/kmsg", Err: errno}, // as os.File reports it
+				kill,
+			}}
+			var opens atomic.Int32
+			open := func() (source, error) {
+				opens.Add(1)
+				return source{r: dev, records: true}, nil
+			}
+			var c collected
+			f := follow(fastConfig("/dev/kmsg"), open, c.record, c.err)
+			testenv.WaitFor(t, waitTimeout, "the record after "+errno.Error(), func() bool {
+				recs, _ := c.snapshot()
+				return len(recs) > 0
+			})
+			f.Stop()
+			recs, errs := c.snapshot()
+			if len(recs) != 1 || recs[0] != kill {
+				t.Errorf("records = %q, want the kill record once", recs)
+			}
+			if len(errs) > 0 || f.Err() != nil {
+				t.Errorf("errors reported: %v (Err %v); want none", errs, f.Err())
+			}
+			if n := opens.Load(); n != 1 {
+				t.Errorf("opened the log %d times, want once", n)
+			}
+		})
 	}
 }
