@@ -1,0 +1,97 @@
+package statuspage
+
+import (
+	"fmt"
+	"time"
+)
+
+const mib = 1 << 20
+
+var fixtureTime = time.Date(2026, 3, 14, 9, 26, 53, 0, time.UTC)
+
+// fixture is a node with what the page must tell apart: a driver, an
+// executor that fits its container, one whose heap max cannot fit, a
+// PySpark executor near its limit, a JVM with no limit, a pending spot
+// interruption, a heap kill of a tracked executor and a kill of an
+// untracked process.
+func fixture() Snapshot {
+	sampled := fixtureTime.Add(-2 * time.Second)
+	executor := func(pid int, id string, heapMax, nonHeap, python, limit uint64) JVM {
+		return JVM{
+			Identity:  Identity{PID: pid, Role: "executor", AppID: "spark-4f2a", ExecutorID: id, Namespace: "etl", Pod: "etl-exec-" + id},
+			MainClass: "org.apache.spark.executor.CoarseGrainedExecutorBackend",
+			Memory: Memory{
+				HeapUsed: heapMax / 2, HeapCommitted: heapMax * 3 / 4, HeapMax: heapMax,
+				NonHeapUsed: nonHeap * 9 / 10, NonHeapCommitted: nonHeap,
+				RSSJVM: heapMax*3/4 + nonHeap, RSSPython: python,
+				ContainerLimit: limit, ContainerUsage: heapMax*3/4 + nonHeap + python,
+			},
+		}
+	}
+	return Snapshot{
+		Version:     "1.2.0 (branch: main, revision: abc)",
+		Time:        fixtureTime,
+		MetricsPath: "/metrics",
+		Machine: &Machine{
+			Provider: "aws", Platform: "linux", InstanceType: "r6i.2xlarge", Lifecycle: "spot",
+			Region: "eu-west-1", Zone: "eu-west-1a", InstanceID: "i-0abc", Node: "ip-10-0-1-7", NodePool: "spark-spot",
+			Source: "imds,kubernetes", LastRefresh: fixtureTime.Add(-10 * time.Minute),
+			Notices: []Notice{
+				{Event: "spot-interruption", Pending: true, Time: fixtureTime.Add(2 * time.Minute)},
+				{Event: "rebalance-recommendation"},
+			},
+		},
+		JVMsSampled: sampled,
+		JVMs: []JVM{
+			executor(4242, "10", 4096*mib, 300*mib, 0, 5120*mib),
+			executor(4100, "2", 1024*mib, 120*mib, 0, 1024*mib),
+			executor(4300, "3", 2048*mib, 200*mib, 600*mib, 3000*mib),
+			{
+				Identity:  Identity{PID: 3900, Role: "driver", AppID: "spark-4f2a"},
+				MainClass: "org.apache.spark.deploy.SparkSubmit",
+				Memory:    Memory{HeapUsed: 300 * mib, HeapCommitted: 512 * mib, HeapMax: 1024 * mib, NonHeapUsed: 90 * mib, NonHeapCommitted: 100 * mib, RSSJVM: 640 * mib},
+			},
+			{Identity: Identity{PID: 1200, Role: "jvm"}, MainClass: "com.example.Sidecar"},
+		},
+		KillsFollowed: true,
+		Kills: []Kill{
+			{
+				Time: fixtureTime.Add(-3 * time.Minute), PID: 4001, Task: "java", Constraint: "CONSTRAINT_MEMCG",
+				Cause:         "heap",
+				Reason:        "committed heap 1000 MiB against container usage 1020 MiB (98%) and the heap's max does not fit in the container beside non-heap memory",
+				Advice:        "lower -Xmx (spark.executor.memory) or raise the limit",
+				KilledAnonRSS: 1010 * mib,
+				Victim:        &Identity{PID: 4001, Role: "executor", AppID: "spark-4f2a", ExecutorID: "1", Namespace: "etl", Pod: "etl-exec-1"},
+				LastSample: &Sample{Time: fixtureTime.Add(-3*time.Minute - 1500*time.Millisecond), Memory: Memory{
+					HeapUsed: 900 * mib, HeapCommitted: 1000 * mib, HeapMax: 1024 * mib, NonHeapCommitted: 110 * mib,
+					RSSJVM: 1015 * mib, ContainerLimit: 1024 * mib, ContainerUsage: 1020 * mib,
+				}},
+			},
+			{
+				Time: fixtureTime.Add(-50 * time.Minute), PID: 777, Task: "python3", Constraint: "CONSTRAINT_NONE",
+				Cause: "node", Reason: "the machine ran out of memory (CONSTRAINT_NONE), not a container limit",
+				KilledAnonRSS: 2 * 1024 * mib,
+			},
+		},
+	}
+}
+
+// manyJVMs is a node with n executors and a few kills, for the benchmark.
+func manyJVMs(n int) Snapshot {
+	s := fixture()
+	s.JVMs = s.JVMs[:0]
+	for i := 0; i < n; i++ {
+		heap := uint64(1024+i*16) * mib
+		s.JVMs = append(s.JVMs, JVM{
+			Identity: Identity{PID: 10000 + i, Role: "executor", AppID: fmt.Sprintf("spark-app-%d", i%7),
+				ExecutorID: fmt.Sprint(i), Namespace: "etl", Pod: fmt.Sprintf("etl-exec-%d", i)},
+			MainClass: "org.apache.spark.executor.CoarseGrainedExecutorBackend",
+			Memory: Memory{HeapUsed: heap / 2, HeapCommitted: heap * 3 / 4, HeapMax: heap, NonHeapUsed: 90 * mib,
+				NonHeapCommitted: 100 * mib, RSSJVM: heap, RSSPython: uint64(i%3) * 100 * mib, ContainerLimit: 2048 * mib, ContainerUsage: heap},
+		})
+	}
+	for len(s.Kills) < 20 {
+		s.Kills = append(s.Kills, s.Kills[0])
+	}
+	return s
+}

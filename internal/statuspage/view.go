@@ -1,0 +1,351 @@
+package statuspage
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// page is what the template reads: every figure already formatted, so the
+// template only places strings (html/template escapes each one) and the
+// formatting rules live in Go, where they are tested.
+type page struct {
+	Version, Generated, MetricsPath, DocsURL string
+
+	Machine        []field // empty when unknown
+	MachineMissing string  // why there is no machine section
+	Notices        []string
+
+	Summary     string
+	JVMsSampled string
+	JVMs        []jvmRow
+	JVMsDropped int
+
+	KillsFollowed bool
+	Kills         []killRow
+	ExitsCounted  bool
+	Exits         []exitRow
+}
+
+type field struct{ Name, Value string }
+
+type jvmRow struct {
+	PID, Role, AppID, ExecutorID, Where, MainClass string
+	MainShort                                      string // the class's simple name
+	HeapUsed, HeapCommitted, HeapMax               string
+	NonHeap                                        string
+	RSSJVM, RSSPython, RSSOther                    string
+	Limit                                          string
+	Bar                                            bar
+}
+
+// bar is the memory budget of one JVM drawn to scale: heap max, non-heap
+// and the tree's other processes side by side against the container limit.
+// Widths are percentages of the larger of the sum and the limit, so a sum
+// past the limit shows as a bar that crosses the limit's mark.
+type bar struct {
+	Heap, NonHeap, Children float64 // widths, percent
+	Limit                   float64 // the limit's mark, percent; 0 when unlimited
+	Class                   string  // fits, tight, over, unlimited
+	Verdict, Title          string
+}
+
+type killRow struct {
+	Time, Age, Victim, Cause, Constraint, Reason, Advice string
+	Figures                                              []field
+}
+
+type exitRow struct {
+	Time, Age, Victim, Reason, Detail string
+}
+
+// tightShare: a budget above this share of the limit is drawn as tight.
+const tightShare = 0.9
+
+func newPage(s *Snapshot) page {
+	p := page{
+		Version:       s.Version,
+		Generated:     formatTime(s.Time),
+		MetricsPath:   s.MetricsPath,
+		DocsURL:       DocsURL,
+		JVMsDropped:   s.JVMsDropped,
+		KillsFollowed: s.KillsFollowed,
+		ExitsCounted:  s.ExitsCounted,
+		JVMs:          make([]jvmRow, 0, len(s.JVMs)),
+	}
+	if p.MetricsPath == "" {
+		p.MetricsPath = "/metrics"
+	}
+	p.machine(s)
+	if !s.JVMsSampled.IsZero() {
+		p.JVMsSampled = formatTime(s.JVMsSampled) + " (" + age(s.Time, s.JVMsSampled) + ")"
+	}
+	over := 0
+	for _, i := range jvmOrder(s.JVMs) {
+		row := newJVMRow(&s.JVMs[i])
+		if row.Bar.Class == "over" {
+			over++
+		}
+		p.JVMs = append(p.JVMs, row)
+	}
+	for i := range s.Kills {
+		p.Kills = append(p.Kills, newKillRow(s.Time, &s.Kills[i]))
+	}
+	for i := range s.Exits {
+		e := &s.Exits[i]
+		p.Exits = append(p.Exits, exitRow{Time: formatTime(e.Time), Age: age(s.Time, e.Time),
+			Victim: victim(&e.Identity, ""), Reason: e.Reason, Detail: e.Detail})
+	}
+	p.Summary = fmt.Sprintf("%s, %d of them past their container limit; %s",
+		plural(len(s.JVMs), "JVM"), over, plural(len(s.Kills), "recent OOM kill"))
+	return p
+}
+
+func (p *page) machine(s *Snapshot) {
+	m := s.Machine
+	if m == nil {
+		p.MachineMissing = "Not known yet: the cloud collector is disabled or has not finished its first lookup."
+		return
+	}
+	for _, f := range []field{
+		{"Provider", m.Provider}, {"Platform", m.Platform}, {"Instance type", m.InstanceType},
+		{"Lifecycle", m.Lifecycle}, {"Region", m.Region}, {"Zone", m.Zone}, {"Instance id", m.InstanceID},
+		{"Node", m.Node}, {"Node pool", m.NodePool}, {"Source", m.Source},
+	} {
+		if f.Value != "" {
+			p.Machine = append(p.Machine, f)
+		}
+	}
+	if !m.LastRefresh.IsZero() {
+		p.Machine = append(p.Machine, field{"Refreshed", formatTime(m.LastRefresh) + " (" + age(s.Time, m.LastRefresh) + ")"})
+	}
+	for _, n := range m.Notices {
+		if !n.Pending {
+			continue
+		}
+		text := n.Event + " pending"
+		if !n.Time.IsZero() {
+			text += ", at " + formatTime(n.Time)
+		}
+		p.Notices = append(p.Notices, text)
+	}
+}
+
+// jvmOrder lists drivers, then executors, then other JVMs; within a role by
+// application, then executor id as a number, then pid.
+func jvmOrder(jvms []JVM) []int {
+	rank := func(role string) int {
+		switch role {
+		case "driver":
+			return 0
+		case "executor":
+			return 1
+		}
+		return 2
+	}
+	idx := make([]int, len(jvms))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		x, y := &jvms[a], &jvms[b]
+		if c := cmp.Compare(rank(x.Role), rank(y.Role)); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(x.AppID, y.AppID); c != 0 {
+			return c
+		}
+		xe, xerr := strconv.Atoi(x.ExecutorID)
+		ye, yerr := strconv.Atoi(y.ExecutorID)
+		if xerr == nil && yerr == nil && xe != ye {
+			return cmp.Compare(xe, ye)
+		}
+		if c := cmp.Compare(x.ExecutorID, y.ExecutorID); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.PID, y.PID)
+	})
+	return idx
+}
+
+func newJVMRow(j *JVM) jvmRow {
+	nonHeap := formatBytes(j.NonHeapUsed)
+	if j.NonHeapCommitted > 0 {
+		nonHeap += " / " + formatBytes(j.NonHeapCommitted)
+	}
+	limit := "unlimited"
+	if j.ContainerLimit > 0 {
+		limit = formatBytes(j.ContainerLimit)
+	}
+	return jvmRow{
+		PID: strconv.Itoa(j.PID), Role: j.Role, AppID: j.AppID, ExecutorID: j.ExecutorID,
+		Where: where(&j.Identity), MainClass: j.MainClass, MainShort: j.MainClass[strings.LastIndexByte(j.MainClass, '.')+1:],
+		HeapUsed: formatBytes(j.HeapUsed), HeapCommitted: formatBytes(j.HeapCommitted), HeapMax: maxBytes(j.HeapMax),
+		NonHeap: nonHeap,
+		RSSJVM:  formatBytes(j.RSSJVM), RSSPython: formatBytes(j.RSSPython), RSSOther: formatBytes(j.RSSOther),
+		Limit: limit,
+		Bar:   newBar(&j.Memory),
+	}
+}
+
+// newBar draws the budget: what the JVM may grow to (heap max, or
+// committed heap when there is no max), the non-heap memory it has
+// committed, and the resident memory of the other processes in its tree
+// (PySpark workers), against the container limit.
+func newBar(m *Memory) bar {
+	heap := m.HeapMax
+	if heap == 0 {
+		heap = m.HeapCommitted
+	}
+	nonHeap := max(m.NonHeapCommitted, m.NonHeapUsed)
+	children := m.RSSPython + m.RSSOther
+	sum := heap + nonHeap + children
+	scale := float64(max(sum, m.ContainerLimit))
+	b := bar{}
+	if scale == 0 {
+		b.Class, b.Verdict = "unlimited", "no figures"
+		return b
+	}
+	b.Heap = percent(heap, scale)
+	b.NonHeap = percent(nonHeap, scale)
+	b.Children = percent(children, scale)
+	budget := fmt.Sprintf("heap max %s + non-heap %s + other processes %s = %s",
+		formatBytes(heap), formatBytes(nonHeap), formatBytes(children), formatBytes(sum))
+	switch {
+	case m.ContainerLimit == 0:
+		b.Class, b.Verdict = "unlimited", "no limit"
+		b.Title = budget + ", no container limit"
+		return b
+	case sum > m.ContainerLimit:
+		b.Class = "over"
+		b.Verdict = "does not fit: " + formatBytes(sum-m.ContainerLimit) + " over"
+	case float64(sum) > tightShare*float64(m.ContainerLimit):
+		b.Class, b.Verdict = "tight", "tight: "+formatBytes(m.ContainerLimit-sum)+" left"
+	default:
+		b.Class, b.Verdict = "fits", "fits: "+formatBytes(m.ContainerLimit-sum)+" left"
+	}
+	b.Limit = percent(m.ContainerLimit, scale)
+	b.Title = budget + " against a limit of " + formatBytes(m.ContainerLimit)
+	return b
+}
+
+func newKillRow(now time.Time, k *Kill) killRow {
+	r := killRow{
+		Time: formatTime(k.Time), Age: age(now, k.Time),
+		Victim: fmt.Sprintf("process %d (%s)", k.PID, k.Task),
+		Cause:  k.Cause, Constraint: k.Constraint, Reason: k.Reason, Advice: k.Advice,
+	}
+	if k.Victim != nil {
+		r.Victim = victim(k.Victim, k.Task)
+	}
+	if k.KilledAnonRSS > 0 {
+		r.Figures = append(r.Figures, field{"anon RSS at the kill", formatBytes(k.KilledAnonRSS)})
+	}
+	if s := k.LastSample; s != nil {
+		limit := "unlimited"
+		if s.ContainerLimit > 0 {
+			limit = formatBytes(s.ContainerLimit)
+		}
+		r.Figures = append(r.Figures,
+			field{"heap used / committed / max", formatBytes(s.HeapUsed) + " / " + formatBytes(s.HeapCommitted) + " / " + maxBytes(s.HeapMax)},
+			field{"non-heap committed", formatBytes(s.NonHeapCommitted)},
+			field{"RSS jvm / python / other", formatBytes(s.RSSJVM) + " / " + formatBytes(s.RSSPython) + " / " + formatBytes(s.RSSOther)},
+			field{"container usage / limit", formatBytes(s.ContainerUsage) + " / " + limit},
+		)
+		if !s.Time.IsZero() && !k.Time.IsZero() {
+			r.Figures = append(r.Figures, field{"sampled", k.Time.Sub(s.Time).Round(100*time.Millisecond).String() + " before the kill was read"})
+		}
+	}
+	return r
+}
+
+// victim names a JVM the way the exporter's log does.
+func victim(id *Identity, task string) string {
+	var s string
+	switch {
+	case id.Role == "executor":
+		s = fmt.Sprintf("Spark executor %s of %s (pid %d)", id.ExecutorID, id.AppID, id.PID)
+	case id.Role == "driver":
+		s = fmt.Sprintf("Spark driver of %s (pid %d)", id.AppID, id.PID)
+	case task != "":
+		s = fmt.Sprintf("JVM pid %d (%s)", id.PID, task)
+	default:
+		s = fmt.Sprintf("JVM pid %d", id.PID)
+	}
+	if w := where(id); w != "" {
+		s += " in " + w
+	}
+	return s
+}
+
+func where(id *Identity) string {
+	switch {
+	case id.Namespace != "" && id.Pod != "":
+		return id.Namespace + "/" + id.Pod
+	default:
+		return id.Pod
+	}
+}
+
+func percent(v uint64, scale float64) float64 {
+	// One decimal keeps the HTML short and stable for the golden file.
+	return float64(int(1000*float64(v)/scale+0.5)) / 10
+}
+
+// formatBytes writes a byte count in binary units, three significant
+// figures at most: 0 B, 512 KiB, 1.5 GiB.
+func formatBytes(n uint64) string {
+	const units = "KMGTPE"
+	if n < 1024 {
+		return strconv.FormatUint(n, 10) + " B"
+	}
+	v, u := float64(n)/1024, 0
+	for v >= 1024 && u < len(units)-1 {
+		v /= 1024
+		u++
+	}
+	prec := 0
+	if v < 10 {
+		prec = 1
+	}
+	s := strconv.FormatFloat(v, 'f', prec, 64)
+	s = strings.TrimSuffix(s, ".0")
+	return s + " " + units[u:u+1] + "iB"
+}
+
+// maxBytes is formatBytes for a maximum, where 0 means "not set".
+func maxBytes(n uint64) string {
+	if n == 0 {
+		return "none"
+	}
+	return formatBytes(n)
+}
+
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05 UTC")
+}
+
+// age says how long before now t was, to the second.
+func age(now, t time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	d := now.Sub(t).Round(time.Second)
+	if d < 0 {
+		return "in " + (-d).String()
+	}
+	return d.String() + " ago"
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return strconv.Itoa(n) + " " + what + "s"
+}
