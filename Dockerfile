@@ -4,14 +4,9 @@
 #
 # The image runs as nonroot (65532) by default, which is enough for
 # `docker run` on a laptop to serve node memory and the JVMs of the same
-# user. The Kubernetes DaemonSet (deploy/kubernetes/daemonset.yaml) runs it
-# as uid 0 with every capability dropped except SYS_PTRACE, DAC_READ_SEARCH
-# and SYSLOG: Kubernetes grants added capabilities to a non-root user only in
-# the bounding set, never the effective one, and file capabilities on the
-# binary are ignored under allowPrivilegeEscalation: false (no_new_privs).
-# Reading other users' hsperfdata and /proc/<pid>/environ needs those
-# capabilities in effect, so root-with-three-capabilities it is; see
-# docs/security.md.
+# user. The Kubernetes DaemonSet (deploy/kubernetes/base/daemonset.yaml) runs
+# it as uid 0 with every capability dropped except SYS_PTRACE,
+# DAC_READ_SEARCH and SYSLOG; docs/security.md says why.
 
 ARG GO_VERSION=1.26
 FROM golang:${GO_VERSION} AS build
@@ -25,8 +20,10 @@ RUN make build REVISION=${REVISION} BRANCH=${BRANCH} BUILD_USER=docker
 
 FROM gcr.io/distroless/static-debian12:nonroot
 LABEL org.opencontainers.image.title="executor_exporter" \
-      org.opencontainers.image.description="Prometheus exporter for JVM / Spark executor memory, cloud identity and OOM kills"
+      org.opencontainers.image.description="Prometheus exporter for JVM / Spark executor memory, cloud identity and OOM kills" \
+      org.opencontainers.image.licenses="Apache-2.0"
 COPY --from=build /src/executor_exporter /bin/executor_exporter
+COPY --from=build /src/LICENSE /LICENSE
 USER 65532:65532
 EXPOSE 9482
 ENTRYPOINT ["/bin/executor_exporter"]

@@ -13,10 +13,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"go.yaml.in/yaml/v2"
 
 	"github.com/executor-exporter/executor_exporter/internal/testenv"
 	"github.com/executor-exporter/executor_exporter/internal/testjvm"
@@ -213,25 +215,131 @@ func sortedFlags(m map[string]bool) []string {
 	return out
 }
 
-// TestUserDocsLinksResolve: every relative link in the user docs points at
-// a file of the repository.
-func TestUserDocsLinksResolve(t *testing.T) {
-	link := regexp.MustCompile(`\]\(([^)#\s]+)(#[^)]*)?\)`)
-	docs := []string{"metrics", "configuration", "kubernetes", "spark", "cardinality", "security", "troubleshooting", "performance"}
-	for _, name := range docs {
-		path := filepath.Join(testenv.RepoRoot(), "docs", name+".md")
+// TestDocsLinksResolve: every relative link in the README, CONTRIBUTING.md
+// and docs/*.md points at a file of the repository, and every #fragment at
+// a heading of the file it names (GitHub's anchors).
+func TestDocsLinksResolve(t *testing.T) {
+	root := testenv.RepoRoot()
+	files, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, filepath.Join(root, "README.md"), filepath.Join(root, "CONTRIBUTING.md"))
+	if len(files) < 10 {
+		t.Fatalf("found only %d docs", len(files))
+	}
+	link := regexp.MustCompile(`\]\(([^)#\s]*)(?:#([^)\s]*))?\)`)
+	for _, path := range files {
 		raw, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
 		}
+		name, _ := filepath.Rel(root, path)
 		for _, m := range link.FindAllStringSubmatch(string(raw), -1) {
-			target := m[1]
-			if strings.Contains(target, "://") {
+			target, anchor := m[1], m[2]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
 				continue
 			}
-			if _, err := os.Stat(filepath.Join(filepath.Dir(path), target)); err != nil {
-				t.Errorf("docs/%s.md links to %s: %v", name, target, err)
+			file := path
+			if target != "" {
+				file = filepath.Join(filepath.Dir(path), target)
+				if _, err := os.Stat(file); err != nil {
+					t.Errorf("%s links to %s: %v", name, target, err)
+					continue
+				}
+			}
+			if anchor == "" || !strings.HasSuffix(file, ".md") {
+				continue
+			}
+			if !slices.Contains(markdownAnchors(t, file), anchor) {
+				t.Errorf("%s links to %s#%s: no such heading", name, target, anchor)
 			}
 		}
+	}
+}
+
+// markdownAnchors returns the anchors GitHub gives the headings of a
+// Markdown file: lower case, punctuation dropped, spaces as hyphens.
+func markdownAnchors(t *testing.T, path string) []string {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	inCode := false
+	for _, line := range strings.Split(string(raw), "\n") {
+		if strings.HasPrefix(line, "```") {
+			inCode = !inCode
+		}
+		if inCode || !strings.HasPrefix(line, "#") {
+			continue
+		}
+		out = append(out, anchor(strings.TrimSpace(strings.TrimLeft(line, "#"))))
+	}
+	return out
+}
+
+func anchor(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(heading) {
+		switch {
+		case r == ' ':
+			b.WriteRune('-')
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func TestAnchor(t *testing.T) {
+	for heading, want := range map[string]string{
+		"memory collector — the node":                      "memory-collector--the-node",
+		"Caveat: `/dev/kmsg` in an unprivileged container": "caveat-devkmsg-in-an-unprivileged-container",
+		"Privileges, and why each":                         "privileges-and-why-each",
+		"Reading other processes' files safely":            "reading-other-processes-files-safely",
+		"Pitfall: the IMDSv2 hop limit and pods":           "pitfall-the-imdsv2-hop-limit-and-pods",
+		"`--path.rootfs` (removed)":                        "--pathrootfs-removed",
+	} {
+		if got := anchor(heading); got != want {
+			t.Errorf("anchor(%q) = %q, want %q", heading, got, want)
+		}
+	}
+}
+
+// TestReleaseShipsLicense: the release tarball (.promu.yml) and the image
+// carry the Apache License 2.0 text.
+func TestReleaseShipsLicense(t *testing.T) {
+	root := testenv.RepoRoot()
+	license, err := os.ReadFile(filepath.Join(root, "LICENSE"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(license), "Apache License\n                           Version 2.0, January 2004") ||
+		!strings.Contains(string(license), "END OF TERMS AND CONDITIONS") {
+		t.Error("LICENSE is not the full Apache License 2.0 text")
+	}
+	raw, err := os.ReadFile(filepath.Join(root, ".promu.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var promu struct {
+		Tarball struct {
+			Files []string `yaml:"files"`
+		} `yaml:"tarball"`
+	}
+	if err := yaml.Unmarshal(raw, &promu); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(promu.Tarball.Files, "LICENSE") {
+		t.Errorf(".promu.yml tarball files %v: want LICENSE", promu.Tarball.Files)
+	}
+	docker, err := os.ReadFile(filepath.Join(root, "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(docker), "/src/LICENSE /LICENSE") {
+		t.Error("the Dockerfile does not copy LICENSE into the image")
 	}
 }

@@ -1,0 +1,71 @@
+// Package procmem measures memory from outside a process: the resident memory
+// of a process tree split by kind (JVM, Python, other), as Spark's
+// ProcfsMetricsGetter does for PySpark, and the memory cgroup that holds a
+// process (cgroup v1 and v2). It only reads files under the procfs and sysfs
+// roots it is given; it never writes to them and never runs anything.
+//
+//	table, err := procmem.NewProcessTable(fs) // one pass over /proc
+//	p, ok := table.Process(pid)                // PID, PPID, Comm, RSS (bytes), StartTime
+//	rss := table.TreeRSS(pid)                  // {JVM, Python, Other} bytes over pid + descendants
+//	cg, err := procmem.ReadCgroupMemory(procPath, sysfsPath, pid)
+//
+// Build one ProcessTable per scan and share it: the scan is the expensive
+// part. The table is immutable and safe for concurrent use.
+//
+// # Process tree resident memory
+//
+// One /proc/<pid>/stat read per process (procfs's Proc.Stat) gives the PPID,
+// comm, RSS, start time, and the PF_KTHREAD flag that marks the kernel's own
+// threads, which JVM discovery then skips without looking at their files.
+// The boot time comes from /proc/stat once per procfs mount and is cached: it
+// never changes, and /proc/stat is costly on machines with many CPUs.
+// Processes that exit during the scan, or whose stat cannot be parsed, are
+// left out; the scan fails only when /proc cannot be listed or has no btime.
+//
+// Kind: comm "java" is jvm; "python", "pythonN", "pythonN.M" are python
+// (PySpark daemon and workers); anything else is other. When comm says
+// nothing, the basename of the exe link is checked (the link is read, not
+// followed), which catches renamed Python processes.
+//
+// RSS counts shared pages in every process mapping them, so forked PySpark
+// workers make the sum higher than the real cost. Spark's own
+// ProcessTreeMetrics have the same bias; the cgroup working set is the
+// unbiased number.
+//
+// # Memory cgroup
+//
+// The memory cgroup of a pid comes from /proc/<pid>/cgroup: the line with the
+// v1 memory controller if there is one (also in hybrid mode), otherwise the
+// v2 "0::" line.
+//
+//	               cgroup v1 (fs/cgroup/memory/<path>)          cgroup v2 (fs/cgroup/<path>)
+//	limit          memory.limit_in_bytes; ≥ 2^62 = unlimited (0) memory.max; "max" = unlimited (0)
+//	usage          memory.usage_in_bytes                         memory.current
+//	working set    usage − total_inactive_file (memory.stat)     usage − inactive_file
+//	OOM kills      oom_kill in memory.oom_control (≥ 4.13)       oom_kill in memory.events
+//
+// The working set, floored at 0, is the cAdvisor / kubelet definition. When the OOM-kill
+// line or file is missing, HasOOMKills is false (not an error). Co-mounted v1
+// controllers (cpu,memory) are looked up under their joint directory, then
+// under memory.
+//
+// The caller must run in the host cgroup namespace. Paths in /proc/<pid>/cgroup
+// are relative to the reader's cgroup namespace: a systemd service, or a
+// DaemonSet pod with hostPID and the host's /sys/fs/cgroup mounted, sees host
+// paths that exist under the sysfs root. From a private cgroup namespace,
+// other containers' paths start with "/.." and are rejected; paths that do
+// not exist under sysfs give "no such cgroup under sysfs"; a v2 cgroup
+// without the memory controller gives "memory.max missing". The error wraps
+// fs.ErrNotExist only when the process itself has exited, so a caller that
+// drops "gone" errors quietly still sees these misconfigurations.
+//
+// Cgroup paths that are not absolute, contain ".." or NUL, or are longer than
+// 4096 bytes are rejected. Files are opened through an os.Root at the sysfs
+// root, so no symlink can lead a read out of it (a symlink inside sysfs, like
+// systemd's memory -> cpu,memory, is fine). A bad value in a cgroup file is an
+// error naming the file.
+//
+// ReadCgroupMemory is dominated by syscalls (five small files): a caller
+// should read each distinct cgroup once per scan when several processes
+// share one. Benchmark figures are in docs/performance.md.
+package procmem
