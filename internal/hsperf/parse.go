@@ -1,16 +1,3 @@
-// Package hsperf reads HotSpot's hsperfdata files — the shared-memory
-// performance counters a JVM publishes under /tmp/hsperfdata_<user>/<pid>,
-// the same ones jstat and jcmd PerfCounter.print read — and interprets them
-// as heap and non-heap pools, collectors, threads and classes.
-//
-// Everything here is pure: it works on a []byte the caller read (with
-// os.ReadFile, never mmap: a file truncated under a mapping is SIGBUS). A file
-// is untrusted input — it belongs to whoever owns the JVM — so every offset
-// and length is bounded by the buffer and anything malformed is an error,
-// never a panic.
-//
-// The format is described in OpenJDK's perfMemory.hpp (the prologue) and
-// perfData.hpp (the entries).
 package hsperf
 
 import (
