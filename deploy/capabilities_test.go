@@ -105,7 +105,7 @@ func TestCapabilitiesForOtherUsersJVMs(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			addr := freeAddr(t)
+			addr := testenv.FreeAddr(t)
 			kmsg := filepath.Join(t.TempDir(), "kmsg")
 			if err := os.WriteFile(kmsg, nil, 0o644); err != nil {
 				t.Fatal(err)

@@ -1,7 +1,6 @@
 package deploy
 
 import (
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -82,7 +81,7 @@ func TestMetricsDocMatchesScrape(t *testing.T) {
 	if err := os.WriteFile(kmsg, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	cmd := exec.Command(testenv.ExporterBinary(t), "--web.listen-address="+addr, "--cloud.provider=none",
 		"--oom.kmsg-path="+kmsg, "--jvm.sample-interval=0")
 	logs := &strings.Builder{}
@@ -168,15 +167,6 @@ func labelValue(m *dto.Metric, name string) string {
 	return ""
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
 
 // TestConfigurationDocListsEveryFlag: docs/configuration.md has a row for
 // every flag of `executor_exporter --help`, and no row for a flag that does
