@@ -167,7 +167,6 @@ func labelValue(m *dto.Metric, name string) string {
 	return ""
 }
 
-
 // TestConfigurationDocListsEveryFlag: docs/configuration.md has a row for
 // every flag of `executor_exporter --help`, and no row for a flag that does
 // not exist.
