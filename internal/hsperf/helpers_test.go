@@ -10,14 +10,21 @@ import (
 )
 
 // fixtures are real hsperfdata files of JDK 17.0.15 JVMs running
-// testdata/Alloc.java with -Xmx64m, one per collector, captured with
-// testdata/capture.sh together with jstat -gc and -class.
-var fixtures = []struct{ name, flag string }{
-	{"g1", "-XX:+UseG1GC"},
-	{"parallel", "-XX:+UseParallelGC"},
-	{"serial", "-XX:+UseSerialGC"},
-	{"z", "-XX:+UseZGC"},
-	{"shenandoah", "-XX:+UseShenandoahGC"},
+// testdata/Alloc.java, captured with testdata/capture.sh together with
+// jstat -gc and -class: one per collector with -Xmx64m, as the live tests
+// run them, and g1-large with -Xms5g -Xmx6g, whose old generation commits
+// more than 4 GiB: a 64-bit counter read as 32 bits wraps there, and the
+// golden and jstat comparisons fail.
+var fixtures = []struct {
+	name, flag string
+	live       bool // TestLiveAgainstJstat runs it (the -Xmx64m ones)
+}{
+	{"g1", "-XX:+UseG1GC", true},
+	{"parallel", "-XX:+UseParallelGC", true},
+	{"serial", "-XX:+UseSerialGC", true},
+	{"z", "-XX:+UseZGC", true},
+	{"shenandoah", "-XX:+UseShenandoahGC", true},
+	{"g1-large", "-XX:+UseG1GC", false},
 }
 
 func readFixture(t testing.TB, name string) []byte {

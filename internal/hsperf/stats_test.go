@@ -13,7 +13,7 @@ import (
 
 const (
 	mib           = 1 << 20
-	xmx           = 64 * mib // every fixture and live JVM runs with -Xmx64m
+	xmx           = 64 * mib // -Xmx of the per-collector fixtures and the live JVMs
 	unboundedCCS  = 1 << 30  // CompressedClassSpaceSize's default
 	fixtureVMArgs = " -Xmx64m --add-modules=ALL-DEFAULT"
 )
@@ -21,6 +21,27 @@ const (
 // Golden values, read off the fixtures with jcmd PerfCounter.print
 // semantics; TestStatsMatchJstatFixtures checks them against jstat.
 var goldenStats = map[string]Stats{
+	"g1-large": {
+		// Old gen committed 5083496448 (> 4 GiB, 788529152 if read as 32
+		// bits), heap committed -Xms5g, max -Xmx6g.
+		HeapUsed: 62359936, HeapCommitted: 5 << 30, HeapMax: 6 << 30,
+		NonHeapUsed: 9679984, NonHeapCommitted: 9961472,
+		Pools: []Pool{
+			{"G1 Eden Space", AreaHeap, 50331648, 285212672, 0},
+			{"G1 Survivor Space", AreaHeap, 0, 0, 0},
+			{"G1 Old Gen", AreaHeap, 12028288, 5083496448, 6 << 30},
+			{"Metaspace", AreaNonHeap, 9679984, 9961472, 0},
+			{"Compressed Class Space", AreaNonHeap, 1178128, 1310720, unboundedCCS},
+		},
+		GCs: []GC{
+			{"G1 young collection pauses", 1, 0.010190597},
+			{"G1 full collection pauses", 1, 0.060567082},
+			{"G1 concurrent cycle pauses", 0, 0},
+		},
+		ThreadsLive: 6, ThreadsDaemon: 5, ClassesLoaded: 2389,
+		SafepointSeconds: 0.075262786, StartTime: time.UnixMilli(1795447095540),
+		GCName: "G1", VMArgs: "-XX:+UseG1GC -Xms5g -Xmx6g --add-modules=ALL-DEFAULT",
+	},
 	"g1": {
 		HeapUsed: 18913928, HeapCommitted: 41943040, HeapMax: xmx,
 		NonHeapUsed: 9686552, NonHeapCommitted: 9895936,

@@ -3,6 +3,7 @@
 # jstat -class taken right after, trimmed to the bytes the JVM has used (the
 # rest of the 32 KiB file is zeros). Regenerates the fixtures the tests use:
 #   java -XX:+UseG1GC -Xmx64m Alloc.java & sleep 8; ./capture.sh g1 $!
+#   java -XX:+UseG1GC -Xms5g -Xmx6g Alloc.java & sleep 8; ./capture.sh g1-large $!
 set -eu
 gc=$1 pid=$2
 src=/tmp/hsperfdata_$(id -un)/$pid
