@@ -16,6 +16,9 @@ import java.util.List;
  *   --python-child     start `python3` that sleeps, as a PySpark worker would
  *   --python-mb N      ... and make it hold N MiB
  *   --exit-after-s N   exit by itself after N seconds (a safety net for tests)
+ *   --spark-exit       exit as a Spark executor does on an uncaught error: 52 for an
+ *                      OutOfMemoryError (see SparkExitHandler); with --heap-mb beyond
+ *                      -Xmx that is how the stand-in ends
  */
 public final class Worker {
     private static final List<Object> retained = new ArrayList<>();
@@ -33,6 +36,7 @@ public final class Worker {
                 case "--exit-after-s": exitAfterS = Long.parseLong(args[++i]); break;
                 case "--churn": churn = true; break;
                 case "--python-child": python = true; break;
+                case "--spark-exit": SparkExitHandler.install(); break;
                 default: break;
             }
         }

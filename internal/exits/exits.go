@@ -1,0 +1,194 @@
+// Package exits decides how a JVM that disappeared ended: killed by the
+// kernel OOM killer, out of heap, killed by someone else, stopped because
+// the cloud took the machine away, or an ordinary exit. It is pure: the
+// evidence comes from the JVM tracker (the hsperfdata file and the JVM's
+// last counters), the OOM collector (kernel kills) and the cloud collector
+// (interruption notices), and docs/exits.md explains the rule.
+package exits
+
+import (
+	"fmt"
+	"time"
+)
+
+// Reasons, the values of the reason label.
+const (
+	ReasonOOMKilled     = "oom_killed"     // the kernel OOM killer took it
+	ReasonHeapExhausted = "heap_exhausted" // out of heap: full after collection, collecting hard (Spark's exit 52)
+	ReasonInterrupted   = "interrupted"    // the cloud announced it would take the machine away
+	ReasonKilled        = "killed"         // SIGKILL from something else (kubelet, YARN, an operator)
+	ReasonExited        = "exited"         // any other orderly exit
+	ReasonUnknown       = "unknown"        // no hsperfdata file to tell a kill from an exit, and no other evidence
+)
+
+// Reasons lists every reason, in the order the rule tries them.
+var Reasons = []string{ReasonOOMKilled, ReasonHeapExhausted, ReasonInterrupted, ReasonKilled, ReasonExited, ReasonUnknown}
+
+// File is what became of the JVM's hsperfdata file when the JVM was gone.
+// HotSpot deletes it on every orderly exit (System.exit, the end of main,
+// the shutdown on SIGTERM, a crash) and cannot when the process is SIGKILLed.
+type File int
+
+const (
+	FileUnknown    File = iota // no file was held (see FileNote) or it went away while the JVM ran
+	FileLeftBehind             // still linked after the process was gone: SIGKILL
+	FileDeleted                // unlinked by the JVM on its way out: an orderly exit
+)
+
+func (f File) String() string {
+	switch f {
+	case FileLeftBehind:
+		return "left_behind"
+	case FileDeleted:
+		return "deleted"
+	default:
+		return "unknown"
+	}
+}
+
+// Thresholds of the heap rule.
+const (
+	// HeapFullShare: the heap is full when used is at least this share of
+	// its maximum (the same share as the OOM verdict's near-max heap).
+	HeapFullShare = 0.9
+	// GCBusyShare: the JVM collected almost continuously when collections
+	// took at least this share of the wall time of the final window.
+	GCBusyShare = 0.5
+	// MinGCWindow: a shorter window says too little about GC time.
+	MinGCWindow = time.Second
+	// FullGCRecent: a full collection that ended at most this long before
+	// the JVM's counters stopped is one the JVM ran on its way out. HotSpot
+	// throws OutOfMemoryError right after a full collection that freed too
+	// little; Spark's shutdown hooks then run for a few seconds.
+	FullGCRecent = 30 * time.Second
+)
+
+// Heap is what the JVM's counters said at the end: from the file the
+// tracker held open, read after the process was gone (as of the JVM's last
+// counter update), or else from the last sample.
+type Heap struct {
+	Known  bool
+	Source string // "final counters" or "last sample", for the log
+	Used   uint64
+	Max    uint64
+	// FullGCAgo is how long before the counters stopped the last full
+	// collection ended; HasFullGC is false when none ran or the collector
+	// has none (ZGC).
+	HasFullGC bool
+	FullGCAgo time.Duration
+	// GCShare is the share of GCWindow (wall time) spent collecting, over
+	// the window since an earlier sample; GCWindow 0 when unknown.
+	GCShare  float64
+	GCWindow time.Duration
+}
+
+// exhausted reports whether the heap rule holds, and the figures in words.
+func (h Heap) exhausted() (bool, string) {
+	if !h.Known || h.Max == 0 {
+		return false, "no heap figures"
+	}
+	share := float64(h.Used) / float64(h.Max)
+	desc := fmt.Sprintf("heap used %.0f of %.0f MiB (%.0f%%)", inMiB(h.Used), inMiB(h.Max), 100*share)
+	if h.HasFullGC {
+		desc += fmt.Sprintf(", last full collection %.1fs before the end", h.FullGCAgo.Seconds())
+	}
+	if h.GCWindow > 0 {
+		desc += fmt.Sprintf(", %.0f%% of the last %.1fs collecting", 100*h.GCShare, h.GCWindow.Seconds())
+	}
+	desc += " (" + h.Source + ")"
+	full := share >= HeapFullShare
+	busy := (h.HasFullGC && h.FullGCAgo <= FullGCRecent) || (h.GCWindow >= MinGCWindow && h.GCShare >= GCBusyShare)
+	return full && busy, desc
+}
+
+func inMiB(b uint64) float64 { return float64(b) / (1 << 20) }
+
+// Death is a JVM the tracker saw alive and then found gone.
+type Death struct {
+	PID       int
+	Start     time.Time // the process's start: kills received before it were a previous process's
+	LastAlive time.Time // the last scan that found it alive
+	Noticed   time.Time // the scan that found it gone
+	File      File
+	FileNote  string // why File is unknown
+	Heap      Heap
+}
+
+// Kill is a kernel OOM kill attributed to a tracked JVM.
+type Kill struct {
+	PID      int
+	Received time.Time // when the exporter read it from the kernel log
+	Cause    string    // the OOM verdict's cause, for the log
+}
+
+// Interruption is an interruption notice seen pending on this machine
+// from First to Last (the times the cloud collector's cache was looked at).
+type Interruption struct {
+	Event       string
+	First, Last time.Time
+}
+
+// Verdict is how a JVM ended, and the evidence in words.
+type Verdict struct {
+	Reason   string
+	Evidence string
+}
+
+// Lookback: a notice pending at most this long before the JVM was last
+// seen alive still explains its end (the drain that follows a notice takes
+// its time).
+const Lookback = time.Minute
+
+// Decide applies the rule to one death, with the kernel kill matched to it
+// (nil when none) and the interruption notice that overlapped it (nil when
+// none). The first that holds wins:
+//
+//  1. oom_killed: the kernel OOM killer killed it.
+//  2. heap_exhausted: not SIGKILLed (the file was deleted, or cannot
+//     tell), and the heap was full (HeapFullShare of its max) while the
+//     JVM collected hard (a full collection within FullGCRecent of the end,
+//     or GCBusyShare of the final window).
+//  3. interrupted: an interruption notice was pending.
+//  4. killed: the file was left behind.
+//  5. exited: the file was deleted.
+//  6. unknown: nothing says whether it was killed or exited.
+func Decide(d Death, kill *Kill, notice *Interruption) Verdict {
+	file := "hsperfdata file " + d.File.String()
+	if d.File == FileUnknown && d.FileNote != "" {
+		file = "hsperfdata file unknown: " + d.FileNote
+	}
+	heapGone, heap := d.Heap.exhausted()
+	switch {
+	case kill != nil:
+		return Verdict{ReasonOOMKilled, fmt.Sprintf("kernel OOM kill (cause %s) read %s after the JVM was last seen alive; %s; %s",
+			kill.Cause, roundedSince(kill.Received, d.LastAlive), file, heap)}
+	case heapGone && d.File != FileLeftBehind:
+		return Verdict{ReasonHeapExhausted, heap + "; " + file}
+	case notice != nil:
+		return Verdict{ReasonInterrupted, fmt.Sprintf("%s notice pending from %s to %s; %s; %s",
+			notice.Event, notice.First.UTC().Format(time.RFC3339), notice.Last.UTC().Format(time.RFC3339), file, heap)}
+	case d.File == FileLeftBehind:
+		return Verdict{ReasonKilled, file + " (SIGKILL) and no kernel OOM kill; " + heap}
+	case d.File == FileDeleted:
+		return Verdict{ReasonExited, file + " (orderly exit); " + heap}
+	default:
+		return Verdict{ReasonUnknown, file + "; no kernel OOM kill or interruption notice; " + heap}
+	}
+}
+
+func roundedSince(t, since time.Time) string {
+	return t.Sub(since).Round(100 * time.Millisecond).String()
+}
+
+// Matches reports whether a kill belongs to this death: the same pid,
+// received no earlier than the process started (a pid is reused only
+// after its previous holder is gone) and no later than the decision.
+func (k Kill) Matches(d Death, decideAt time.Time) bool {
+	return k.PID == d.PID && !k.Received.Before(d.Start) && !k.Received.After(decideAt)
+}
+
+// Overlaps reports whether a notice was pending between Lookback before the
+// JVM was last seen alive and the decision.
+func (n Interruption) Overlaps(d Death, decideAt time.Time) bool {
+	return !n.Last.Before(d.LastAlive.Add(-Lookback)) && !n.First.After(decideAt)
+}
