@@ -11,8 +11,8 @@ import (
 
 // FuzzParse checks that no record makes Parse panic, that what it returns
 // is either a line or an error, and that every string it takes is capped
-// and valid UTF-8. Seeds: the kernel logs under testdata and the corpus
-// under testdata/fuzz/FuzzParse.
+// and valid UTF-8. Seeds: every record of the kernel logs under testdata,
+// and shapes they do not have.
 func FuzzParse(f *testing.F) {
 	files, _ := filepath.Glob(filepath.Join("testdata", "*.kmsg"))
 	for _, file := range files {
@@ -23,6 +23,18 @@ func FuzzParse(f *testing.F) {
 		for _, rec := range bytes.Split(data, []byte{'\n'}) {
 			f.Add(rec)
 		}
+	}
+	for _, rec := range []string{
+		"1,2,3,-;", // a header and no message
+		"\xff\x00;,,,;oom-kill:\xfe,pid=\x00,uid=",
+		"Out of memory: Kill process ", // no pid after the verb
+		"Out of memory: Killed process 4194304 (java) total-vm:99999999999999999999999kB",
+		"3,1,2,-;Memory cgroup out of memory: Killed process 8 (a) b) total-vm:1kB, anon-rss:2kB", // ")" in comm
+		// Commas inside values: nodemask, cpuset and memcg paths may have them.
+		"6,1,2,-;oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=0,2,cpuset=a,b,mems_allowed=0,2-3,oom_memcg=/x,y,task_memcg=/x,y/z,task=my,task,pid=5,uid=7",
+		"6,1,2,-;oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0,oom_memcg=/a,task_memcg=/a,task=ja", // cut short
+	} {
+		f.Add([]byte(rec))
 	}
 	f.Fuzz(func(t *testing.T, record []byte) {
 		line, ok, err := Parse(record)
