@@ -8,7 +8,7 @@ import (
 // FuzzParse feeds arbitrary bytes to Parse and, when they parse, to the
 // lookups and Stats: none may panic, and what Parse accepts must be
 // self-consistent. Seeds: the real fixtures, a big-endian re-encoding, and
-// testdata/fuzz/FuzzParse.
+// small files each broken in one way.
 //
 //	go test -fuzz=FuzzParse ./internal/hsperf
 func FuzzParse(f *testing.F) {
@@ -22,6 +22,9 @@ func FuzzParse(f *testing.F) {
 		{name: "sun.gc.generation.0.space.0.used", typ: TypeLong, long: 1},
 		{name: "sun.gc.collector.0.name", typ: TypeByte, bytes: "x"},
 	}))
+	for _, b := range brokenFiles() {
+		f.Add(b)
+	}
 
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := Parse(b)
@@ -62,4 +65,31 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("heap pools sum to %d/%d, totals %d/%d", used, committed, st.HeapUsed, st.HeapCommitted)
 		}
 	})
+}
+
+// brokenFiles are small files, each wrong in one place: the prologue alone,
+// a JVM that is not accessible yet, an entry count past the end, and an
+// entry whose length is zero, whose name has no NUL, or whose vector runs
+// past the entry.
+func brokenFiles() [][]byte {
+	le := binary.LittleEndian
+	one := func(e testEntry, breakIt func(b []byte)) []byte {
+		b := encode(le, []testEntry{e})
+		breakIt(b[prologueSize:])
+		return b
+	}
+	long := testEntry{name: "sun.os.hrt.frequency", typ: TypeLong, long: 1e9}
+	str := testEntry{name: "sun.rt.javaCommand", typ: TypeByte, bytes: "Alloc"}
+	return [][]byte{
+		encode(le, nil),
+		func() []byte { b := encode(le, nil); b[7] = 0; return b }(), // accessible = 0
+		func() []byte { b := encode(le, nil); le.PutUint32(b[28:], 0xffffffff); return b }(),
+		one(long, func(e []byte) { le.PutUint32(e[0:], 0) }),
+		one(long, func(e []byte) { // the name runs into the data: no NUL
+			for i := entryHeaderSize; i < int(le.Uint32(e[16:])); i++ {
+				e[i] = 'x'
+			}
+		}),
+		one(str, func(e []byte) { le.PutUint32(e[8:], 1<<20) }),
+	}
 }
