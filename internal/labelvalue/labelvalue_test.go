@@ -31,6 +31,9 @@ func TestCap(t *testing.T) {
 func FuzzCap(f *testing.F) {
 	f.Add("r5.xlarge", 4)
 	f.Add("ab\xff€€€", 5)
+	f.Add("\xff€€€€", 5) // the replacement character is wider than the byte it replaces
+	f.Add("\U000c0000", 3)
+	f.Add("x", 0)
 	f.Fuzz(func(t *testing.T, s string, max int) {
 		if max < 0 || max > 1<<16 {
 			return

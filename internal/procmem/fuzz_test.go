@@ -8,7 +8,8 @@ import (
 
 // Whatever /proc/<pid>/cgroup says, an accepted path stays below the mount.
 func FuzzCleanCgroupPath(f *testing.F) {
-	for _, s := range []string{"/", "/a/b", "/../x", "/a/../..", "a", "//a//", "/a/./../b", "/..a/b.."} {
+	for _, s := range []string{"/", "/a/b", "/../x", "/a/../..", "a", "//a//", "/a/./../b", "/..a/b..",
+		"/0/./0/0", "/\x00", "\n", "\"\""} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, p string) {
@@ -31,6 +32,12 @@ func FuzzParseKeyedUint(f *testing.F) {
 	f.Add([]byte("oom_kill_disable 0\nunder_oom 0\noom_kill 3\n"))
 	f.Add([]byte("oom_kill"))
 	f.Add([]byte("oom_kill  \x00"))
+	f.Add([]byte("max\n"))
+	f.Add([]byte("9223372036854771712\n"))
+	for _, sep := range []string{"\t", "\v", "\f", "  ", "\n"} { // white space that is not a plain space
+		f.Add([]byte("oom_kill" + sep + "1"))
+	}
+	f.Add([]byte(""))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		v, found, err := parseKeyedUint(data, "oom_kill")
 		if !found && (v != 0 || err != nil) {
