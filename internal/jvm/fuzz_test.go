@@ -39,6 +39,9 @@ var (
 		nul("java", "--module-path", "/mods", "-m", "com.example/com.example.Main", "--executor-id", "9"),
 		nul("java", "--module=org.apache.spark.executor.CoarseGrainedExecutorBackend", "--executor-id=4"),
 		nul("java", "@argfile", "-d", "x", "org.apache.spark.executor.CoarseGrainedExecutorBackend", "--executor-id"),
+		nul("java", "-Xmx", "-Xmx"),                                      // -Xmx with no size
+		nul("", "-p", "00", "org.apache.spark.deploy.SparkSubmit", "00"), // -p takes the next argument
+		nul("", "org.apache.spark.executor.CoarseGrainedExecutorBackend", "--executor-id", ""),
 		nil,
 		[]byte("\x00\x00"),
 	}
@@ -53,6 +56,8 @@ var (
 			"SPARK_JAVA_OPT_0=-Dspark.driver.port=7078", "HOME=/opt/spark/work-dir"),
 		nul("SPARK_EXECUTOR_ID=1", "SPARK_EXECUTOR_ID=", "SPARK_APPLICATION_ID=a=b", "SPARK_EXECUTOR_POD_NAME"),
 		nul("HOME=/root", "TERM=xterm"),
+		nul("SPARK_APPLICATION_ID=", "SPARK_APPLICATION_ID=", "SPARK_EXECUTOR_POD_NAME=x", "SPARK_EXECUTOR_POD_NAME="),
+		nul("=", "", "=x", "SPARK_EXECUTOR_ID"),
 		nil,
 	}
 )
@@ -199,7 +204,8 @@ func FuzzMerge(f *testing.F) {
 
 // FuzzParseNSPID: a pid comes only from the first NSpid line, as the
 // number its last field spells; lines before it that are not NSpid lines,
-// and any line after it, change nothing.
+// and any line after it, change nothing. testdata/fuzz keeps a pid out of
+// int's range, which once failed these checks.
 func FuzzParseNSPID(f *testing.F) {
 	f.Add([]byte("Name:\tjava\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t48213\nNgid:\t0\nPid:\t48213\nPPid:\t48190\n" +
 		"TracerPid:\t0\nUid:\t185\t185\t185\t185\nGid:\t0\t0\t0\t0\nFDSize:\t512\nGroups:\t0 \n" +
@@ -209,6 +215,8 @@ func FuzzParseNSPID(f *testing.F) {
 	f.Add([]byte("NSpid:\t\n"))
 	f.Add([]byte("NSpid:\tx\n"))
 	f.Add([]byte("Name:\tjava\n"))
+	f.Add([]byte("NSpid:0 A"))
+	f.Add([]byte("NSpid:\u037a 0")) // a separator strings.Fields does not split on
 	f.Fuzz(func(t *testing.T, status []byte) {
 		pid, err := parseNSPID(status)
 		var line string
