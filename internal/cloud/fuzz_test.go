@@ -55,6 +55,9 @@ func FuzzParseAWSInstanceAction(f *testing.F) {
 	f.Add(`{"action": "terminate", "time": "2017-09-18 08:22:00"}`)
 	f.Add(`<html>not found</html>`)
 	f.Add(``)
+	f.Add("{\"time\":\"\xd0\xd0\xec\xd0 0000\"}") // not UTF-8
+	f.Add(`"\b"`)                                 // JSON, not an object
+	f.Add(`0E000000000`)
 	f.Fuzz(func(t *testing.T, body string) {
 		n := parseAWSInstanceAction(body)
 		if n.Event != EventSpotInterruption || !n.Pending {
@@ -94,6 +97,8 @@ func FuzzParseAzureInstance(f *testing.F) {
 	f.Add([]byte(`{"Compute":{"VMSize":"Standard_E4s_v3","Location":"eastus","Zone":"","Priority":"Low","VmId":"abc"}}`))
 	f.Add([]byte(`{"network":{}}`))
 	f.Add([]byte(`{"compute":null}`))
+	// encoding/json matches keys without regard to case.
+	f.Add([]byte(`{"Compute":{"loCAtion":"westeurope","nAme":"vm","zOne":"2","PRIORITY":"Spot"}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		c, err := parseAzureInstance(body)
 		if err != nil {
@@ -140,6 +145,7 @@ func FuzzParseAzureScheduledEvents(f *testing.F) {
 		{"EventType":"Redeploy","EventStatus":"Scheduled","Resources":["vm1","vm2"],"NotBefore":"Mon, 19 Sep 2016 17:00:00 GMT"},
 		{"EventType":"Freeze","EventStatus":"Canceled","Resources":["vm1"],"NotBefore":""}]}`), "VM1")
 	f.Add([]byte(`{`), "")
+	f.Add([]byte(`{"Events":[{"EventTYpe":"ReBoot","ResourCes":["0"]}]}`), "\x81") // key case; a name that is not UTF-8
 	f.Fuzz(func(t *testing.T, body []byte, vmName string) {
 		named, err := parseAzureScheduledEvents(body, vmName)
 		if err != nil {
@@ -202,6 +208,8 @@ func FuzzParseKubeNode(f *testing.F) {
 	}
 	f.Add([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","message":"nodes \"x\" not found","reason":"NotFound","code":404}`))
 	f.Add([]byte(`{"metadata":{"labels":null},"spec":{"providerID":"gce://p/z/n"}}`))
+	f.Add([]byte(`{"metAdAtA":{"nAme":"n","labels":{"":"","a b":" x "}},"SPEC":{"providerid":"aws:///"}}`))
+	f.Add([]byte(`-1`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		node, err := parseKubeNode(body)
 		if err != nil {

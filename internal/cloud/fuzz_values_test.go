@@ -15,7 +15,7 @@ import (
 // FuzzLastSegment: no "/" in the result, which ends the trimmed input.
 func FuzzLastSegment(f *testing.F) {
 	for _, s := range []string{"projects/123456789012/zones/europe-west1-b", "projects/1/machineTypes/n2-standard-8",
-		"n2-standard-8", " a/b ", "a/", "/", "", "aws:///eu-west-1a/i-0abc"} {
+		"n2-standard-8", " a/b ", "a/", "/", "", "aws:///eu-west-1a/i-0abc", "\u00a0 ", "\xff   "} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -34,7 +34,8 @@ func FuzzLastSegment(f *testing.F) {
 }
 
 // FuzzRegionFromZone: a region is the zone without its final letter (and
-// the "-" before it, or after a digit), or "".
+// the "-" before it, or after a digit), or "". testdata/fuzz keeps an
+// input that once failed.
 func FuzzRegionFromZone(f *testing.F) {
 	for _, s := range []string{"eu-west-1a", "us-east-1b", "europe-west1-b", "us-central1-f", "westeurope-2",
 		"use1-az1", "eu-west-1", "a", "-a", "1a", "ab", ""} {
@@ -63,9 +64,10 @@ func FuzzRegionFromZone(f *testing.F) {
 
 // FuzzCleanValue: the result is a label value as CleanValue promises,
 // cleaning again changes nothing, and a value already clean is kept.
+// testdata/fuzz keeps a value whose cut ended on a space.
 func FuzzCleanValue(f *testing.F) {
 	for _, s := range []string{"r5.xlarge", "  eu-west-1 \n", "a\xffb", "\u00a0spot\u2003", "ab€", "",
-		strings.Repeat("x", 200), strings.Repeat("€", 50)} {
+		strings.Repeat("x", 200), strings.Repeat("€", 50), "\u00a00\xe2\x80000\x83", strings.Repeat("0", 128) + "\xf8"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -84,7 +86,7 @@ func FuzzCleanValue(f *testing.F) {
 // points; surrounding white space and ASCII case do not matter.
 func FuzzNormalizeLifecycle(f *testing.F) {
 	for _, s := range []string{"spot", "SPOT", "Spot", "Regular", "Low", "on-demand", "ON_DEMAND", "CAPACITY_BLOCK",
-		"reserved", "STANDARD", "true", "FALSE", " preemptible\n", "unknown", ""} {
+		"reserved", "STANDARD", "true", "FALSE", " preemptible\n", "unknown", "", "\u00a0spot ", "цц"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -116,7 +118,7 @@ func asciiUpper(s string) string {
 // "label_"; a name already lower-case snake is only prefixed.
 func FuzzNodeLabelName(f *testing.F) {
 	for _, s := range []string{"eks.amazonaws.com/capacityType", "topology.kubernetes.io/zone", "karpenter.sh/nodepool",
-		"kubernetes.azure.com/scalesetpriority", "node-role.kubernetes.io/control-plane", "ABCDef", "a_b", "é/ü", "\xff", ""} {
+		"kubernetes.azure.com/scalesetpriority", "node-role.kubernetes.io/control-plane", "ABCDef", "a_b", "é/ü", "\xff", "", "0AA"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -164,6 +166,8 @@ func FuzzNodeLabelPairs(f *testing.F) {
 	f.Add("a.b=1\na_b=2\na_b_conflict1=3\nlabel_a_b=4")
 	f.Add("fooBar=1\nfoo_bar=2\nfoo.bar=3\nfoo_bar_conflict2=4")
 	f.Add("x=  padded  \ny=\xff")
+	f.Add("A 0\nA B=0\nA b=0") // names that differ in case and white space only
+	f.Add("=0\xb0\n0=\xff")
 	f.Fuzz(func(t *testing.T, s string) {
 		labels := map[string]string{}
 		for _, line := range strings.Split(s, "\n") {
