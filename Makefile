@@ -67,8 +67,9 @@ vet:
 lint: vet
 	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION) run ./...
 
-# Every fuzz target for FUZZTIME each. `make test` runs their kept corpora
-# (testdata/fuzz) as ordinary tests; new failing inputs land there too.
+# Every fuzz target for FUZZTIME each. `make test` runs their seeds (f.Add)
+# and the inputs that once failed (testdata/fuzz) as ordinary tests; a new
+# failing input lands in testdata/fuzz: commit it with the fix.
 FUZZTIME ?= 30s
 fuzz:
 	@for pkg in $$($(GO) list ./...); do \
