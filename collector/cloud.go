@@ -35,7 +35,7 @@ var (
 )
 
 func init() {
-	registerCollector("cloud", true, func(logger log.Logger) (Collector, error) {
+	registerCollector("cloud", true, func(logger log.Logger, _ *Dependencies) (Collector, error) {
 		return NewCloudCollector(cloud.Config{
 			Provider:         *cloudProvider,
 			SysFS:            FlagPaths().SysFS,

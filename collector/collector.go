@@ -38,9 +38,10 @@ type Stopper interface {
 // level and is not a failure.
 var ErrNoData = errors.New("collector returned no data")
 
-// Factory builds a collector from its flags. Collectors read their own
-// flags, declared next to them, so the factory takes only the logger.
-type Factory func(logger log.Logger) (Collector, error)
+// Factory builds a collector from its flags and the dependencies it shares
+// with other collectors. Collectors read their own flags, declared next to
+// them; deps gives what is built once per exporter (the JVM tracker).
+type Factory func(logger log.Logger, deps *Dependencies) (Collector, error)
 
 var (
 	factoriesMu       sync.Mutex
@@ -88,33 +89,36 @@ func Names() []string {
 }
 
 // ExecutorCollector runs the enabled collectors in parallel and reports each
-// one's duration and success.
+// one's duration and success. It owns the collectors and the dependencies
+// they share, and Stop ends them all.
 type ExecutorCollector struct {
 	Collectors map[string]Collector
+	deps       *Dependencies
 	logger     log.Logger
 }
 
-// NewExecutorCollector builds the collectors enabled by flags.
-func NewExecutorCollector(logger log.Logger) (*ExecutorCollector, error) {
+// NewExecutorCollector builds the collectors enabled by flags, and deps
+// for those that share them. On error, whatever was built is stopped.
+func NewExecutorCollector(logger log.Logger, deps *Dependencies) (*ExecutorCollector, error) {
 	factoriesMu.Lock()
 	defer factoriesMu.Unlock()
-	collectors := map[string]Collector{}
+	ec := &ExecutorCollector{Collectors: map[string]Collector{}, deps: deps, logger: logger}
+	names := make([]string, 0, len(collectorEnabled))
 	for name, enabled := range collectorEnabled {
-		if !*enabled {
-			continue
+		if *enabled {
+			names = append(names, name)
 		}
-		c, err := factories[name](log.With(logger, "collector", name))
+	}
+	sort.Strings(names) // a deterministic build order, and so deterministic logs
+	for _, name := range names {
+		c, err := factories[name](log.With(logger, "collector", name), deps)
 		if err != nil {
-			for _, built := range collectors {
-				if s, ok := built.(Stopper); ok {
-					s.Stop()
-				}
-			}
+			ec.Stop()
 			return nil, fmt.Errorf("collector %s: %w", name, err)
 		}
-		collectors[name] = c
+		ec.Collectors[name] = c
 	}
-	return &ExecutorCollector{Collectors: collectors, logger: logger}, nil
+	return ec, nil
 }
 
 // NewExecutorCollectorFrom wraps already-built collectors; tests use it to
@@ -122,6 +126,10 @@ func NewExecutorCollector(logger log.Logger) (*ExecutorCollector, error) {
 func NewExecutorCollectorFrom(logger log.Logger, collectors map[string]Collector) *ExecutorCollector {
 	return &ExecutorCollector{Collectors: collectors, logger: logger}
 }
+
+// Dependencies returns what the collectors share (nil for collectors
+// wrapped by NewExecutorCollectorFrom).
+func (ec *ExecutorCollector) Dependencies() *Dependencies { return ec.deps }
 
 // Describe implements prometheus.Collector.
 func (ec *ExecutorCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -142,12 +150,16 @@ func (ec *ExecutorCollector) Collect(ch chan<- prometheus.Metric) {
 	wg.Wait()
 }
 
-// Stop ends the background work of every collector that has some.
+// Stop ends the background work of every collector that has some, then
+// that of the dependencies they shared.
 func (ec *ExecutorCollector) Stop() {
 	for _, c := range ec.Collectors {
 		if s, ok := c.(Stopper); ok {
 			s.Stop()
 		}
+	}
+	if ec.deps != nil {
+		ec.deps.Stop()
 	}
 }
 

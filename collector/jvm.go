@@ -1,7 +1,6 @@
 package collector
 
 import (
-	"errors"
 	"strconv"
 
 	"github.com/go-kit/log"
@@ -12,10 +11,10 @@ import (
 )
 
 func init() {
-	registerCollector("jvm", true, func(logger log.Logger) (Collector, error) {
-		t := sharedJVMTracker(logger)
-		if t == nil {
-			return nil, errors.New("JVM tracker unavailable")
+	registerCollector("jvm", true, func(logger log.Logger, deps *Dependencies) (Collector, error) {
+		t, err := deps.JVMTracker()
+		if err != nil {
+			return nil, err
 		}
 		return NewJVMCollector(t, logger), nil
 	})

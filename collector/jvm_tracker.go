@@ -1,12 +1,10 @@
 package collector
 
 import (
-	"sync"
-	"time"
+	"fmt"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/go-kit/log"
-	"github.com/go-kit/log/level"
 
 	"github.com/executor-exporter/executor_exporter/internal/jvm"
 )
@@ -26,32 +24,28 @@ var (
 		Default("200").Int()
 )
 
-var (
-	sharedTrackerOnce sync.Once
-	sharedTracker     *jvm.Tracker
-	sharedTrackerErr  error
-)
+// Dependencies are what several collectors share. NewExecutorCollector
+// builds them once, on first use, hands them to the factories and stops
+// them after the collectors.
+type Dependencies struct {
+	logger        log.Logger
+	trackerConfig jvm.Config
 
-// sharedJVMTracker returns the one tracker of this process, built from the
-// --jvm.* flags and started on first use. The jvm collector reads from it
-// and the oom collector asks it what a killed pid looked like, so it runs
-// even with --no-collector.jvm. It is never stopped: it lives as long as
-// the exporter. It returns nil if the tracker cannot be built (procfs
-// missing); the error is logged once.
-func sharedJVMTracker(logger log.Logger) *jvm.Tracker {
-	sharedTrackerOnce.Do(func() {
-		sharedTracker, sharedTrackerErr = jvm.NewTracker(jvmTrackerConfig(FlagPaths()), log.With(logger, "component", "jvm_tracker"))
-		if sharedTrackerErr != nil {
-			level.Error(logger).Log("msg", "cannot track JVMs", "err", sharedTrackerErr)
-			return
-		}
-		sharedTracker.Start()
-	})
-	return sharedTracker
+	tracker      *jvm.Tracker
+	trackerErr   error
+	trackerBuilt bool
 }
 
-// jvmTrackerConfig is the tracker's configuration from the flags.
-func jvmTrackerConfig(paths Paths) jvm.Config {
+// NewDependencies returns dependencies that build the JVM tracker from cfg
+// when a collector first asks for it.
+func NewDependencies(logger log.Logger, trackerConfig jvm.Config) *Dependencies {
+	return &Dependencies{logger: logger, trackerConfig: trackerConfig}
+}
+
+// JVMTrackerConfigFromFlags is the tracker's configuration from the
+// --jvm.* and --path.* flags.
+func JVMTrackerConfigFromFlags() jvm.Config {
+	paths := FlagPaths()
 	return jvm.Config{
 		ProcFS:       paths.ProcFS,
 		SysFS:        paths.SysFS,
@@ -62,10 +56,26 @@ func jvmTrackerConfig(paths Paths) jvm.Config {
 	}
 }
 
-// The tracker's flags must not be zero values when the collector package is
-// used without kingpin.Parse (tests): kingpin fills defaults only on Parse.
-func init() {
-	if *jvmSampleInterval == 0 && *jvmRetention == 0 && *jvmMaxProcesses == 0 {
-		*jvmSampleInterval, *jvmRetention, *jvmMaxProcesses = 5*time.Second, 10*time.Minute, 200
+// JVMTracker returns the one JVM tracker, started. The jvm collector reads
+// from it and the oom collector asks it what a killed pid looked like, so
+// it runs when either is enabled. Factories run one at a time, so this
+// needs no lock.
+func (d *Dependencies) JVMTracker() (*jvm.Tracker, error) {
+	if !d.trackerBuilt {
+		d.trackerBuilt = true
+		d.tracker, d.trackerErr = jvm.NewTracker(d.trackerConfig, log.With(d.logger, "component", "jvm_tracker"))
+		if d.trackerErr != nil {
+			d.trackerErr = fmt.Errorf("cannot track JVMs: %w", d.trackerErr)
+		} else {
+			d.tracker.Start()
+		}
+	}
+	return d.tracker, d.trackerErr
+}
+
+// Stop ends the background work of what was built.
+func (d *Dependencies) Stop() {
+	if d.tracker != nil {
+		d.tracker.Stop()
 	}
 }

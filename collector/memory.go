@@ -15,7 +15,7 @@ import (
 )
 
 func init() {
-	registerCollector("memory", true, func(logger log.Logger) (Collector, error) {
+	registerCollector("memory", true, func(logger log.Logger, _ *Dependencies) (Collector, error) {
 		return NewMemoryCollector(FlagPaths(), logger)
 	})
 }

@@ -33,13 +33,21 @@ var (
 )
 
 func init() {
-	registerCollector("oom", true, func(logger log.Logger) (Collector, error) {
+	registerCollector("oom", true, func(logger log.Logger, deps *Dependencies) (Collector, error) {
+		var source jvm.SampleSource
+		if t, err := deps.JVMTracker(); err != nil {
+			// Kills are still counted, as the kernel names them; none is
+			// attributed to an executor.
+			level.Error(logger).Log("msg", "OOM kills will not be attributed to JVMs", "err", err)
+		} else {
+			source = t
+		}
 		return NewOOMCollector(OOMConfig{
 			KmsgPath:      *oomKmsgPath,
 			Retention:     *oomRetention,
 			MaxSeries:     *oomMaxSeries,
 			NewSeriesHold: *oomNewSeriesHold,
-		}, sharedJVMTracker(logger), logger)
+		}, source, logger)
 	})
 }
 
@@ -86,8 +94,8 @@ type oomCollector struct {
 // NewOOMCollector follows the kernel log for OOM kills from now on and
 // counts each kill by victim, asking source what the victim looked like
 // last (pid, and memcg when both sides know it) to name the executor and
-// judge the cause. A kernel log it cannot read fails the collector, not
-// the scrape.
+// judge the cause; source may be nil, and then no kill is attributed. A
+// kernel log it cannot read fails the collector, not the scrape.
 func NewOOMCollector(cfg OOMConfig, source jvm.SampleSource, logger log.Logger) (Collector, error) {
 	if cfg.KmsgPath == "" {
 		return nil, errors.New("no kernel log path")
@@ -188,19 +196,16 @@ func (c *oomCollector) handleRecord(record []byte) {
 
 // recordKill counts one kill against its victim and logs it.
 func (c *oomCollector) recordKill(k oom.Kill) {
-	sample, found := c.source.LastSample(k.PID)
-	if found && !sameMemcg(sample.CgroupPath, k.TaskMemcg) {
-		// The pid was reused: the sample is of another process.
+	a := oom.Attribute(k, c.lookupVictim)
+	if a.Reused {
 		level.Debug(c.logger).Log("msg", "OOM victim's pid matches a JVM in another cgroup; not attributed",
-			"pid", k.PID, "task_memcg", k.TaskMemcg, "jvm_cgroup", sample.CgroupPath)
-		found = false
+			"pid", k.PID, "task_memcg", k.TaskMemcg)
 	}
-	verdict := oom.Judge(k, sample, found)
 
-	labels := []string{"", "", "", "", k.Constraint, verdict.Cause, labelValue(k.Task)}
-	if found {
+	labels := []string{"", "", "", "", k.Constraint, a.Verdict.Cause, labelValue(k.Task)}
+	if a.Found {
 		labels[0] = strconv.Itoa(k.PID)
-		labels[1], labels[2], labels[3] = labelValue(sample.Role), labelValue(sample.AppID), labelValue(sample.ExecutorID)
+		labels[1], labels[2], labels[3] = labelValue(a.Victim.Role), labelValue(a.Victim.AppID), labelValue(a.Victim.ExecutorID)
 	}
 	key := strings.Join(labels, "\xff")
 	now := c.now()
@@ -217,7 +222,29 @@ func (c *oomCollector) recordKill(k oom.Kill) {
 	}
 	c.mu.Unlock()
 
-	c.logKill(k, sample, found, verdict, now)
+	c.logKill(a, now)
+}
+
+// lookupVictim hands the attribution what the JVM tracker last read of pid.
+func (c *oomCollector) lookupVictim(pid int) (oom.Victim, bool) {
+	if c.source == nil {
+		return oom.Victim{}, false
+	}
+	s, ok := c.source.LastSample(pid)
+	if !ok {
+		return oom.Victim{}, false
+	}
+	return victimOf(s), true
+}
+
+// victimOf is the part of a JVM's sample that judging a kill needs.
+func victimOf(s jvm.Sample) oom.Victim {
+	return oom.Victim{
+		PID: s.PID, Role: s.Role, AppID: s.AppID, ExecutorID: s.ExecutorID, SampledAt: s.Time,
+		HeapUsed: s.HeapUsed, HeapCommitted: s.HeapCommitted, HeapMax: s.HeapMax, NonHeapCommitted: s.NonHeapCommitted,
+		RSSJVM: s.RSSJVM, RSSPython: s.RSSPython, RSSOther: s.RSSOther,
+		CgroupPath: s.CgroupPath, CgroupLimit: s.CgroupLimit, CgroupUsage: s.CgroupUsage,
+	}
 }
 
 func (c *oomCollector) dropOldestLocked() {
@@ -234,13 +261,15 @@ func (c *oomCollector) dropOldestLocked() {
 
 // logKill writes the one line an on-call engineer reads about a kill: who,
 // why, and what the victim looked like last, in MiB.
-func (c *oomCollector) logKill(k oom.Kill, s jvm.Sample, found bool, v oom.Verdict, now time.Time) {
+func (c *oomCollector) logKill(a oom.Attribution, now time.Time) {
+	k, s, v := a.Kill, a.Victim, a.Verdict
 	who := fmt.Sprintf("process %d (%s)", k.PID, k.Task)
-	if found && s.Role == "executor" {
+	switch {
+	case a.Found && s.Role == "executor":
 		who = fmt.Sprintf("Spark executor %s of %s (pid %d)", s.ExecutorID, s.AppID, k.PID)
-	} else if found && s.Role == "driver" {
+	case a.Found && s.Role == "driver":
 		who = fmt.Sprintf("Spark driver of %s (pid %d)", s.AppID, k.PID)
-	} else if found {
+	case a.Found:
 		who = fmt.Sprintf("JVM pid %d", k.PID)
 	}
 	kv := []interface{}{
@@ -249,10 +278,10 @@ func (c *oomCollector) logKill(k oom.Kill, s jvm.Sample, found bool, v oom.Verdi
 		"oom_memcg", k.OOMMemcg, "task_memcg", k.TaskMemcg,
 		"killed_anon_rss_mib", mibOf(k.AnonRSSKiB << 10),
 	}
-	if found {
+	if a.Found {
 		kv = append(kv,
 			"role", s.Role, "app_id", s.AppID, "executor_id", s.ExecutorID,
-			"sample_age_seconds", fmt.Sprintf("%.1f", now.Sub(s.Time).Seconds()),
+			"sample_age_seconds", fmt.Sprintf("%.1f", now.Sub(s.SampledAt).Seconds()),
 			"heap_used_mib", mibOf(s.HeapUsed), "heap_committed_mib", mibOf(s.HeapCommitted), "heap_max_mib", mibOf(s.HeapMax),
 			"nonheap_committed_mib", mibOf(s.NonHeapCommitted),
 			"rss_jvm_mib", mibOf(s.RSSJVM), "rss_python_mib", mibOf(s.RSSPython), "rss_other_mib", mibOf(s.RSSOther),
@@ -263,22 +292,3 @@ func (c *oomCollector) logKill(k oom.Kill, s jvm.Sample, found bool, v oom.Verdi
 }
 
 func mibOf(b uint64) string { return fmt.Sprintf("%.1f", float64(b)/(1<<20)) }
-
-// sameMemcg says whether the JVM's cgroup (from /proc/<pid>/cgroup) and
-// the victim's memcg (from the kernel) can be the same group. Either may be
-// unknown. The kernel prints the full path; /proc/<pid>/cgroup is relative
-// to the reader's cgroup namespace root, so one may be a suffix of the
-// other.
-func sameMemcg(jvmPath, kernelPath string) bool {
-	if jvmPath == "" || kernelPath == "" || jvmPath == kernelPath {
-		return true
-	}
-	long, short := kernelPath, jvmPath
-	if len(short) > len(long) {
-		long, short = short, long
-	}
-	if short == "/" {
-		return false
-	}
-	return strings.HasSuffix(long, short) && (strings.HasPrefix(short, "/") || long[len(long)-len(short)-1] == '/')
-}

@@ -355,24 +355,3 @@ func TestNewOOMCollectorRejectsBadConfig(t *testing.T) {
 		}
 	}
 }
-
-func TestSameMemcg(t *testing.T) {
-	for _, tc := range []struct {
-		jvmPath, kernel string
-		want            bool
-	}{
-		{"", "/a", true},
-		{"/a", "", true},
-		{"/a/b", "/a/b", true},
-		{"/b", "/kubepods/pod1/b", true}, // the exporter in a cgroup namespace
-		{"/pod1/b", "/kubepods/pod1/b", true},
-		{"/b", "/kubepods/pod1/ab", false},
-		{"/a", "/b", false},
-		{"/", "/a", false},
-		{"/kubepods/x", "/x", true},
-	} {
-		if got := sameMemcg(tc.jvmPath, tc.kernel); got != tc.want {
-			t.Errorf("sameMemcg(%q, %q) = %v, want %v", tc.jvmPath, tc.kernel, got, tc.want)
-		}
-	}
-}

@@ -8,22 +8,23 @@ import (
 )
 
 var (
-	procPath   = kingpin.Flag("path.procfs", "procfs mountpoint.").Default(procfs.DefaultMountPoint).String()
-	sysPath    = kingpin.Flag("path.sysfs", "sysfs mountpoint.").Default("/sys").String()
-	rootfsPath = kingpin.Flag("path.rootfs", "Root filesystem mountpoint (the host's / when run in a container).").Default("/").String()
+	procPath = kingpin.Flag("path.procfs", "procfs mountpoint.").Default(procfs.DefaultMountPoint).String()
+	sysPath  = kingpin.Flag("path.sysfs", "sysfs mountpoint.").Default("/sys").String()
 )
 
-// Paths are the three roots every file the exporter reads lives under. They
-// are passed explicitly to constructors so tests can point them at fixtures.
+// Paths are the two roots every file the exporter reads lives under. They
+// are passed explicitly to constructors so tests can point them at
+// fixtures. There is no root-filesystem flag: a JVM's hsperfdata is reached
+// through /proc/<pid>/root, which works from any mount namespace, so the
+// host's / need not be mounted.
 type Paths struct {
 	ProcFS string
 	SysFS  string
-	RootFS string
 }
 
 // FlagPaths returns the roots given on the command line.
 func FlagPaths() Paths {
-	return Paths{ProcFS: *procPath, SysFS: *sysPath, RootFS: *rootfsPath}
+	return Paths{ProcFS: *procPath, SysFS: *sysPath}
 }
 
 // Proc joins elem under the procfs root.
@@ -34,9 +35,4 @@ func (p Paths) Proc(elem ...string) string {
 // Sys joins elem under the sysfs root.
 func (p Paths) Sys(elem ...string) string {
 	return filepath.Join(append([]string{p.SysFS}, elem...)...)
-}
-
-// Root joins elem under the root filesystem.
-func (p Paths) Root(elem ...string) string {
-	return filepath.Join(append([]string{p.RootFS}, elem...)...)
 }

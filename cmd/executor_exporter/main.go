@@ -56,12 +56,12 @@ func main() {
 	level.Info(logger).Log("msg", "Build context", "build_context", version.BuildContext())
 	level.Info(logger).Log("msg", "Garbage collector", "gc_percent", tuneGC())
 
-	ec, err := collector.NewExecutorCollector(logger)
+	ec, err := collector.NewExecutorCollector(logger,
+		collector.NewDependencies(logger, collector.JVMTrackerConfigFromFlags()))
 	if err != nil {
 		level.Error(logger).Log("msg", "Couldn't create collectors", "err", err)
 		os.Exit(1)
 	}
-	defer ec.Stop()
 	for _, name := range collector.Names() {
 		_, enabled := ec.Collectors[name]
 		level.Info(logger).Log("msg", "collector", "name", name, "enabled", enabled)
@@ -85,7 +85,7 @@ func main() {
 	}
 
 	server := &http.Server{ReadHeaderTimeout: readHeaderTimeout}
-	if err := web.ListenAndServe(server, toolkitFlags, slogger); err != nil {
+	if err := serve(server, toolkitFlags, slogger, logger, ec.Stop); err != nil {
 		level.Error(logger).Log("err", err)
 		os.Exit(1)
 	}

@@ -147,6 +147,10 @@ func (t *Tracker) Stop() {
 	<-t.done
 }
 
+// Done is closed once background sampling has ended (after Stop, or at
+// once when it never samples in the background).
+func (t *Tracker) Done() <-chan struct{} { return t.done }
+
 func (t *Tracker) loop() {
 	defer close(t.done)
 	ticker := time.NewTicker(t.cfg.Interval)

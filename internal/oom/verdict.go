@@ -1,10 +1,6 @@
 package oom
 
-import (
-	"fmt"
-
-	"github.com/executor-exporter/executor_exporter/internal/jvm"
-)
+import "fmt"
 
 // Causes, the values of the cause label.
 const (
@@ -42,7 +38,7 @@ type Verdict struct {
 //     memory (-Xmx too large for the limit). Otherwise it is "native": the
 //     heap had room and the rest of the memory is what grew.
 //   - With no sample, or a sample without any memory figure, "unknown".
-func Judge(k Kill, s jvm.Sample, found bool) Verdict {
+func Judge(k Kill, s Victim, found bool) Verdict {
 	switch k.Constraint {
 	case ConstraintNone, ConstraintCpuset, ConstraintMemoryPolicy:
 		return Verdict{CauseNode, "the machine ran out of memory (" + k.Constraint + "), not a container limit"}

@@ -1,10 +1,6 @@
 package oom
 
-import (
-	"testing"
-
-	"github.com/executor-exporter/executor_exporter/internal/jvm"
-)
+import "testing"
 
 const mib = 1 << 20
 
@@ -13,67 +9,67 @@ func TestJudge(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		kill   Kill
-		sample jvm.Sample
+		sample Victim
 		found  bool
 		want   string
 	}{
 		{
 			name: "global OOM is node whatever the sample says",
 			kill: Kill{Constraint: ConstraintNone}, found: true,
-			sample: jvm.Sample{HeapUsed: 990 * mib, HeapCommitted: 1000 * mib, HeapMax: 1000 * mib, CgroupUsage: 1100 * mib},
+			sample: Victim{HeapUsed: 990 * mib, HeapCommitted: 1000 * mib, HeapMax: 1000 * mib, CgroupUsage: 1100 * mib},
 			want:   CauseNode,
 		},
 		{name: "cpuset OOM is node", kill: Kill{Constraint: ConstraintCpuset}, want: CauseNode},
 		{name: "mempolicy OOM is node", kill: Kill{Constraint: ConstraintMemoryPolicy}, want: CauseNode},
 		{name: "untracked victim", kill: memcg, want: CauseUnknown},
-		{name: "sample without figures", kill: memcg, found: true, sample: jvm.Sample{HeapMax: 64 * mib}, want: CauseUnknown},
+		{name: "sample without figures", kill: memcg, found: true, sample: Victim{HeapMax: 64 * mib}, want: CauseUnknown},
 		{
 			// The e2e native case: -Xmx64m, direct buffers fill a 256 MiB cgroup.
 			name: "direct buffers fill the container", kill: memcg, found: true,
-			sample: jvm.Sample{HeapUsed: 10 * mib, HeapCommitted: 40 * mib, HeapMax: 64 * mib, NonHeapCommitted: 30 * mib, CgroupLimit: 256 * mib, CgroupUsage: 240 * mib},
+			sample: Victim{HeapUsed: 10 * mib, HeapCommitted: 40 * mib, HeapMax: 64 * mib, NonHeapCommitted: 30 * mib, CgroupLimit: 256 * mib, CgroupUsage: 240 * mib},
 			want:   CauseNative,
 		},
 		{
 			name: "PySpark worker fills the container", kill: memcg, found: true,
-			sample: jvm.Sample{HeapUsed: 900 * mib, HeapCommitted: 1024 * mib, HeapMax: 2048 * mib, RSSJVM: 1200 * mib, RSSPython: 2500 * mib, CgroupLimit: 4096 * mib, CgroupUsage: 3900 * mib},
+			sample: Victim{HeapUsed: 900 * mib, HeapCommitted: 1024 * mib, HeapMax: 2048 * mib, RSSJVM: 1200 * mib, RSSPython: 2500 * mib, CgroupLimit: 4096 * mib, CgroupUsage: 3900 * mib},
 			want:   CauseNative,
 		},
 		{
 			// The e2e heap case: -Xmx1g in a 256 MiB cgroup, the heap grows.
 			name: "Xmx above the container limit", kill: memcg, found: true,
-			sample: jvm.Sample{HeapUsed: 180 * mib, HeapCommitted: 200 * mib, HeapMax: 1024 * mib, CgroupLimit: 256 * mib, CgroupUsage: 240 * mib},
+			sample: Victim{HeapUsed: 180 * mib, HeapCommitted: 200 * mib, HeapMax: 1024 * mib, CgroupLimit: 256 * mib, CgroupUsage: 240 * mib},
 			want:   CauseHeap,
 		},
 		{
 			name: "heap near max and the bulk", kill: memcg, found: true,
-			sample: jvm.Sample{HeapUsed: 3700 * mib, HeapCommitted: 4096 * mib, HeapMax: 4096 * mib, CgroupLimit: 4300 * mib, CgroupUsage: 4250 * mib},
+			sample: Victim{HeapUsed: 3700 * mib, HeapCommitted: 4096 * mib, HeapMax: 4096 * mib, CgroupLimit: 4300 * mib, CgroupUsage: 4250 * mib},
 			want:   CauseHeap,
 		},
 		{
 			// Spark's usual sizing: heap 4g, overhead 10 %. The heap is the
 			// bulk but fits; native memory grew past the overhead.
 			name: "heap the bulk but fits, native grew", kill: memcg, found: true,
-			sample: jvm.Sample{HeapUsed: 2000 * mib, HeapCommitted: 4096 * mib, HeapMax: 4096 * mib, CgroupLimit: 4505 * mib, CgroupUsage: 4400 * mib},
+			sample: Victim{HeapUsed: 2000 * mib, HeapCommitted: 4096 * mib, HeapMax: 4096 * mib, CgroupLimit: 4505 * mib, CgroupUsage: 4400 * mib},
 			want:   CauseNative,
 		},
 		{
 			name: "exactly half is the bulk", kill: memcg, found: true,
-			sample: jvm.Sample{HeapUsed: 10 * mib, HeapCommitted: 100 * mib, HeapMax: 1000 * mib, CgroupLimit: 200 * mib, CgroupUsage: 200 * mib},
+			sample: Victim{HeapUsed: 10 * mib, HeapCommitted: 100 * mib, HeapMax: 1000 * mib, CgroupLimit: 200 * mib, CgroupUsage: 200 * mib},
 			want:   CauseHeap,
 		},
 		{
 			name: "just under half is not", kill: memcg, found: true,
-			sample: jvm.Sample{HeapUsed: 10 * mib, HeapCommitted: 99 * mib, HeapMax: 1000 * mib, CgroupLimit: 200 * mib, CgroupUsage: 200 * mib},
+			sample: Victim{HeapUsed: 10 * mib, HeapCommitted: 99 * mib, HeapMax: 1000 * mib, CgroupLimit: 200 * mib, CgroupUsage: 200 * mib},
 			want:   CauseNative,
 		},
 		{
 			name: "no cgroup figures: resident memory instead", kill: Kill{Constraint: ConstraintMemcg}, found: true,
-			sample: jvm.Sample{HeapUsed: 10 * mib, HeapCommitted: 50 * mib, HeapMax: 64 * mib, RSSJVM: 300 * mib},
+			sample: Victim{HeapUsed: 10 * mib, HeapCommitted: 50 * mib, HeapMax: 64 * mib, RSSJVM: 300 * mib},
 			want:   CauseNative,
 		},
 		{
 			name: "no constraint known (4.x killed line alone) is judged like a memcg kill", kill: Kill{}, found: true,
-			sample: jvm.Sample{HeapUsed: 600 * mib, HeapCommitted: 640 * mib, HeapMax: 640 * mib, RSSJVM: 700 * mib},
+			sample: Victim{HeapUsed: 600 * mib, HeapCommitted: 640 * mib, HeapMax: 640 * mib, RSSJVM: 700 * mib},
 			want:   CauseHeap,
 		},
 	} {
@@ -84,6 +80,41 @@ func TestJudge(t *testing.T) {
 			}
 			if v.Reason == "" {
 				t.Error("no reason given")
+			}
+		})
+	}
+}
+
+// The thresholds are policy: each is pinned by a case exactly at it and
+// one just on the other side, so a changed share or comparison fails.
+func TestJudgeThresholdBoundaries(t *testing.T) {
+	memcg := Kill{PID: 1, Constraint: ConstraintMemcg}
+	// The heap is the bulk of usage and its max fits in the limit beside
+	// the rest, so only "near max" decides between heap and native.
+	nearMax := func(used uint64) Victim {
+		return Victim{HeapUsed: used, HeapCommitted: 1000 * mib, HeapMax: 1000 * mib, CgroupLimit: 2000 * mib, CgroupUsage: 1200 * mib}
+	}
+	// Used heap far from max, max far below the limit: only "the bulk"
+	// decides, and the heap is not judged the cause unless it is too big.
+	bulk := func(committed uint64) Victim {
+		return Victim{HeapUsed: committed, HeapCommitted: committed, HeapMax: 4000 * mib, CgroupLimit: 1000 * mib, CgroupUsage: 1000 * mib}
+	}
+	for _, tc := range []struct {
+		name string
+		v    Victim
+		want string
+	}{
+		{"heap used exactly at the near-max share", nearMax(900 * mib), CauseHeap},
+		{"heap used just below the near-max share", nearMax(900*mib - 1), CauseNative},
+		{"heap used just above half of max is not near it", nearMax(501 * mib), CauseNative},
+		{"committed heap exactly at the bulk share", bulk(500 * mib), CauseHeap},
+		{"committed heap just below the bulk share", bulk(500*mib - 1), CauseNative},
+		{"heap max exactly fills the limit beside non-heap", Victim{HeapUsed: 100 * mib, HeapCommitted: 600 * mib, HeapMax: 800 * mib, CgroupLimit: 1000 * mib, CgroupUsage: 800 * mib}, CauseNative},
+		{"heap max one byte over the limit beside non-heap", Victim{HeapUsed: 100 * mib, HeapCommitted: 600 * mib, HeapMax: 800*mib + 1, CgroupLimit: 1000 * mib, CgroupUsage: 800 * mib}, CauseHeap},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if v := Judge(memcg, tc.v, true); v.Cause != tc.want {
+				t.Errorf("Judge = %q (%s), want %q", v.Cause, v.Reason, tc.want)
 			}
 		})
 	}

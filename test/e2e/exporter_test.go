@@ -34,7 +34,6 @@ func fixtureArgs(procfs string) []string {
 	return []string{
 		"--path.procfs=" + filepath.Join(root, "collector", "testdata", "memory", procfs),
 		"--path.sysfs=" + filepath.Join(root, "test", "e2e", "testdata", "sys"),
-		"--path.rootfs=" + filepath.Join(root, "test", "e2e", "testdata", "sys"),
 		"--cloud.provider=none",
 		"--oom.kmsg-path=" + filepath.Join(root, "test", "e2e", "testdata", "kmsg-empty"),
 	}
