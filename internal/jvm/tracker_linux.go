@@ -94,8 +94,9 @@ type Tracker struct {
 	buf        []byte // hsperfdata read buffer, reused across JVMs and scans
 	ticks      map[int]tickMark
 
-	mu      sync.RWMutex // guards samples and errors, read without waiting for a scan
+	mu      sync.RWMutex // guards samples, errors and last, read without waiting for a scan
 	samples map[int]Sample
+	last    View // the view of the last scan, for Last
 	errors  map[string]uint64
 
 	startOnce sync.Once
@@ -216,6 +217,15 @@ func (t *Tracker) Current() (View, error) {
 	return t.Refresh()
 }
 
+// Last returns the view of the last scan, however old, without reading
+// anything or waiting for a scan in progress: the status page shows what
+// the exporter already knows. It is the zero View before the first scan.
+func (t *Tracker) Last() View {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.last
+}
+
 // Refresh reads every JVM now. Callers that arrive while a scan runs wait
 // for it and share its result instead of starting another one.
 func (t *Tracker) Refresh() (View, error) {
@@ -237,6 +247,7 @@ func (t *Tracker) Refresh() (View, error) {
 func (t *Tracker) remember(view View) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.last = view
 	for _, j := range view.JVMs {
 		t.samples[j.PID] = j.Sample
 	}
