@@ -2,14 +2,9 @@ package procmem
 
 import (
 	"bufio"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -84,68 +79,12 @@ func startUntilReady(t *testing.T, cmd *exec.Cmd) {
 	}
 }
 
-// makeMemoryCgroup creates a fresh memory cgroup with a limit of limitBytes
-// on this machine (v1 memory controller, or v2 unified hierarchy) and removes
-// it when the test ends. It returns the cgroup's directory and the path
-// /proc/<pid>/cgroup will show for it.
-func makeMemoryCgroup(t *testing.T, limitBytes uint64) (dir, cgPath string, version int) {
-	t.Helper()
-	suffix := make([]byte, 6)
-	_, _ = rand.Read(suffix)
-	name := "procmem-test-" + hex.EncodeToString(suffix)
-	limitFile := ""
-	switch {
-	case isDir("/sys/fs/cgroup/memory"):
-		dir, version, limitFile = "/sys/fs/cgroup/memory/"+name, 1, "memory.limit_in_bytes"
-	case fileExists("/sys/fs/cgroup/cgroup.controllers"):
-		dir, version, limitFile = "/sys/fs/cgroup/"+name, 2, "memory.max"
-	default:
-		testenv.Unavailable(t, "no memory cgroup hierarchy mounted at /sys/fs/cgroup")
-	}
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		testenv.Unavailable(t, "cannot create a memory cgroup here: %v", err)
-	}
-	t.Cleanup(func() {
-		// Cleanups run last-in first-out, so the test's processes are
-		// already killed; kill any straggler that left their process group,
-		// and retry: rmdir fails with EBUSY until the last task has gone.
-		killCgroupTasks(dir)
-		var err error
-		for range 50 {
-			if err = os.Remove(dir); err == nil || errors.Is(err, os.ErrNotExist) {
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		t.Errorf("removing cgroup %s: %v", dir, err)
-	})
-	if err := os.WriteFile(filepath.Join(dir, limitFile), []byte(strconv.FormatUint(limitBytes, 10)), 0o644); err != nil {
-		t.Fatalf("setting %s: %v", limitFile, err)
-	}
-	return dir, "/" + name, version
-}
-
-func killCgroupTasks(dir string) {
-	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
-	if err != nil {
-		return
-	}
-	for _, f := range strings.Fields(string(b)) {
-		if pid, err := strconv.Atoi(f); err == nil && pid > 1 {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
-}
-
-func isDir(p string) bool      { fi, err := os.Stat(p); return err == nil && fi.IsDir() }
-func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
-
 // A real process in a real memory cgroup with a 256 MiB limit, holding 64 MiB.
 func TestLiveCgroupMemory(t *testing.T) {
 	requireLive(t, true, "python3")
-	dir, cgPath, version := makeMemoryCgroup(t, 256<<20)
+	cg := testenv.NewMemoryCgroup(t, 256<<20)
 
-	script := fmt.Sprintf("echo $$ > %s && exec python3 -c '%s'", filepath.Join(dir, "cgroup.procs"), holdPython(64))
+	script := fmt.Sprintf("echo $$ > %s && exec python3 -c '%s'", cg.Procs(), holdPython(64))
 	cmd := exec.Command("sh", "-c", script)
 	startUntilReady(t, cmd)
 
@@ -154,8 +93,8 @@ func TestLiveCgroupMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%+v", m)
-	if m.Path != cgPath || m.Version != version {
-		t.Errorf("path, version = %q, %d; want %q, %d", m.Path, m.Version, cgPath, version)
+	if m.Path != cg.Path || m.Version != cg.Version {
+		t.Errorf("path, version = %q, %d; want %q, %d", m.Path, m.Version, cg.Path, cg.Version)
 	}
 	if m.Limit != 256<<20 {
 		t.Errorf("limit = %d, want %d", m.Limit, 256<<20)
