@@ -164,6 +164,10 @@ func FuzzParseVMStatOOMKill(f *testing.F) {
 			f.Add(b)
 		}
 	}
+	for _, s := range []string{"", "\n", "oom_kill 3\n", "oom_kill A", "oom_kill 0\xff", "oom_kill \x90",
+		"oom_kill 18446744073709551616\n", "pgfault 1\noom_kill\n"} {
+		f.Add([]byte(s))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		n, found, err := parseVMStatOOMKill(data)
 		if err != nil && (found || n != 0) {
