@@ -10,8 +10,7 @@ import (
 // scrape allocates (about 1 MiB of const metrics and a gzip writer with 20
 // JVMs), so at Go's default of 100 a collection runs after nearly every
 // scrape. 150 cut the CPU of a scrape with 20 JVMs by about a fifth for
-// about 2 MiB more resident memory (docs/performance.md, "Garbage
-// collector").
+// about 2 MiB more resident memory (docs/performance.md, "Decisions").
 const defaultGCPercent = 150
 
 // tuneGC applies defaultGCPercent when the environment does not set GOGC,
