@@ -49,7 +49,10 @@ func (f File) String() string {
 // Thresholds of the heap rule.
 const (
 	// HeapFullShare: the heap is full when used is at least this share of
-	// its maximum (the same share as the OOM verdict's near-max heap).
+	// its maximum, or the old generation's of its own (the same share as
+	// the OOM verdict's near-max heap). After a full collection the young
+	// generation is nearly empty, and with the parallel collector it is a
+	// third of the heap: the old generation is what is full then.
 	HeapFullShare = 0.9
 	// GCBusyShare: the JVM collected almost continuously when collections
 	// took at least this share of the wall time of the final window.
@@ -71,6 +74,9 @@ type Heap struct {
 	Source string // "final counters" or "last sample", for the log
 	Used   uint64
 	Max    uint64
+	// The old generation (G1 Old Gen, PS Old Gen, Tenured Gen); 0 when
+	// the collector has none.
+	OldUsed, OldMax uint64
 	// FullGCAgo is how long before the counters stopped the last full
 	// collection ended; HasFullGC is false when none ran or the collector
 	// has none (ZGC).
@@ -89,6 +95,11 @@ func (h Heap) exhausted() (bool, string) {
 	}
 	share := float64(h.Used) / float64(h.Max)
 	desc := fmt.Sprintf("heap used %.0f of %.0f MiB (%.0f%%)", inMiB(h.Used), inMiB(h.Max), 100*share)
+	if h.OldMax > 0 {
+		old := float64(h.OldUsed) / float64(h.OldMax)
+		desc += fmt.Sprintf(", old generation %.0f of %.0f MiB (%.0f%%)", inMiB(h.OldUsed), inMiB(h.OldMax), 100*old)
+		share = max(share, old)
+	}
 	if h.HasFullGC {
 		desc += fmt.Sprintf(", last full collection %.1fs before the end", h.FullGCAgo.Seconds())
 	}
@@ -145,7 +156,8 @@ const Lookback = time.Minute
 //
 //  1. oom_killed: the kernel OOM killer killed it.
 //  2. heap_exhausted: not SIGKILLed (the file was deleted, or cannot
-//     tell), and the heap was full (HeapFullShare of its max) while the
+//     tell), and the heap or its old generation was full (HeapFullShare
+//     of its max) while the
 //     JVM collected hard (a full collection within FullGCRecent of the end,
 //     or GCBusyShare of the final window).
 //  3. interrupted: an interruption notice was pending.

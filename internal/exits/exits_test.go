@@ -66,6 +66,12 @@ func TestDecide(t *testing.T) {
 		{"GC share over a window too short to tell", death(FileDeleted, heapAt(950*mib, gcShare(0.9, MinGCWindow-time.Millisecond))), nil, nil, ReasonExited},
 		{"GC share over the shortest window", death(FileDeleted, heapAt(950*mib, gcShare(0.9, MinGCWindow))), nil, nil, ReasonHeapExhausted},
 		{"busy GC with room in the heap", death(FileDeleted, heapAt(500*mib, gcShare(0.9, 5*time.Second))), nil, nil, ReasonExited},
+		{"old generation exactly full, young empty", death(FileDeleted, heapAt(600*mib, func(h *Heap) {
+			h.OldUsed, h.OldMax, h.HasFullGC = 630*mib, 700*mib, true
+		})), nil, nil, ReasonHeapExhausted},
+		{"old generation just below full", death(FileDeleted, heapAt(600*mib, func(h *Heap) {
+			h.OldUsed, h.OldMax, h.HasFullGC = 630*mib-1, 700*mib, true
+		})), nil, nil, ReasonExited},
 		{"heap figures without a max", death(FileDeleted, Heap{Known: true, Used: 5, HasFullGC: true}), nil, nil, ReasonExited},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -31,6 +31,81 @@ type Command struct {
 	AppID      string
 	ExecutorID string
 	Xmx        string // the last -Xmx as written ("4g"); empty when not given
+	// Perf is what the command line's options say about hsperfdata.
+	Perf PerfOptions
+}
+
+// PerfOptions are the HotSpot options that decide whether a JVM publishes
+// its counters in an hsperfdata file: '+' or '-' as last given, 0 when not
+// given (HotSpot's defaults: +UsePerfData, -PerfDisableSharedMem).
+type PerfOptions struct {
+	UsePerfData          byte
+	PerfDisableSharedMem byte
+}
+
+// Why a JVM has no hsperfdata file, the values of executor_jvm_info's
+// counters label (CountersHsperf when it has one).
+const (
+	CountersHsperf            = "hsperfdata"
+	CountersPerfDataOff       = "use_perf_data_off"       // -XX:-UsePerfData: no counters at all
+	CountersSharedMemDisabled = "perf_disable_shared_mem" // -XX:+PerfDisableSharedMem: counters in private memory
+	CountersNoFile            = "no_file"                 // the options allow a file, yet there is none
+)
+
+// parse takes one option into o; it reports whether it was one of them.
+func (o *PerfOptions) parse(a string) bool {
+	rest, ok := strings.CutPrefix(a, "-XX:")
+	if !ok || len(rest) < 2 || (rest[0] != '+' && rest[0] != '-') {
+		return false
+	}
+	switch rest[1:] {
+	case "UsePerfData":
+		o.UsePerfData = rest[0]
+	case "PerfDisableSharedMem":
+		o.PerfDisableSharedMem = rest[0]
+	default:
+		return false
+	}
+	return true
+}
+
+// overlay applies later options over earlier ones.
+func (o PerfOptions) overlay(later PerfOptions) PerfOptions {
+	if later.UsePerfData != 0 {
+		o.UsePerfData = later.UsePerfData
+	}
+	if later.PerfDisableSharedMem != 0 {
+		o.PerfDisableSharedMem = later.PerfDisableSharedMem
+	}
+	return o
+}
+
+func perfOptionsOf(options string) PerfOptions {
+	var o PerfOptions
+	for _, a := range strings.Fields(options) {
+		o.parse(a)
+	}
+	return o
+}
+
+// NoCounters says why a JVM started this way publishes no hsperfdata file,
+// or "" when its options let it. HotSpot reads options in this order, the
+// last one winning: JAVA_TOOL_OPTIONS, JDK_JAVA_OPTIONS (the java launcher
+// puts it before the command line's), the command line, _JAVA_OPTIONS.
+// Options in -XX:Flags or -XX:VMOptionsFile files are not seen.
+func NoCounters(c Command, env Environment) string {
+	o := perfOptionsOf(env.JavaToolOptions).
+		overlay(perfOptionsOf(env.JDKJavaOptions)).
+		overlay(c.Perf).
+		overlay(perfOptionsOf(env.JavaOptions))
+	switch {
+	case o.UsePerfData == '-':
+		return CountersPerfDataOff
+	case o.PerfDisableSharedMem == '+':
+		return CountersSharedMemDisabled
+	default:
+		return ""
+	}
 }
 
 // launcherOptionsWithArg are java launcher options whose value is the next
@@ -72,6 +147,8 @@ func ParseCmdline(b []byte) Command {
 		case strings.HasPrefix(a, "--module="):
 			cmd.MainClass = moduleClass(a[len("--module="):])
 			i++
+		case cmd.Perf.parse(a):
+			continue
 		case launcherOptionsWithArg[a]:
 			i++
 			continue
@@ -157,6 +234,10 @@ type Environment struct {
 	ExecutorID string // SPARK_EXECUTOR_ID
 	AppID      string // SPARK_APPLICATION_ID
 	PodName    string // SPARK_EXECUTOR_POD_NAME
+
+	// Options every JVM (JAVA_TOOL_OPTIONS, _JAVA_OPTIONS) or the java
+	// launcher (JDK_JAVA_OPTIONS) adds to its command line.
+	JavaToolOptions, JDKJavaOptions, JavaOptions string
 }
 
 // ParseEnviron reads /proc/<pid>/environ (NUL-separated KEY=value).
@@ -174,6 +255,12 @@ func ParseEnviron(b []byte) Environment {
 			env.AppID = string(value)
 		case "SPARK_EXECUTOR_POD_NAME":
 			env.PodName = string(value)
+		case "JAVA_TOOL_OPTIONS":
+			env.JavaToolOptions = string(value)
+		case "JDK_JAVA_OPTIONS":
+			env.JDKJavaOptions = string(value)
+		case "_JAVA_OPTIONS":
+			env.JavaOptions = string(value)
 		}
 	}
 	return env

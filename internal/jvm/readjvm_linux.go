@@ -80,7 +80,15 @@ func (t *Tracker) readJVM(c Candidate, table *procmem.ProcessTable, cgroups map[
 		Xmx:       id.cmd.Xmx,
 		Pod:       id.pod,
 		Stats:     stats,
+		Counters:  CountersHsperf,
 	}
+	t.readCgroup(&j, c, cgroups, now)
+	t.observe(&c, proc, id.euid, &j, gcMark{ticks: ticks, gcSeconds: gcSeconds(stats)}, now)
+	return j, "", nil
+}
+
+// readCgroup fills in the memory cgroup holding the JVM.
+func (t *Tracker) readCgroup(j *JVM, c Candidate, cgroups map[string]procmem.CgroupMemory, now time.Time) {
 	cg, err := t.cgroupMemory(c.PID, cgroups)
 	if err != nil {
 		// Only the container series are lost; the JVM is still reported.
@@ -88,11 +96,18 @@ func (t *Tracker) readJVM(c Candidate, table *procmem.ProcessTable, cgroups map[
 			t.countError(ReasonCgroup)
 			t.logFailure(c, ReasonCgroup, err, now)
 		}
-	} else {
-		j.Cgroup, j.HasCgroup = cg, true
-		j.CgroupPath, j.CgroupLimit, j.CgroupUsage = cg.Path, cg.Limit, cg.Usage
+		return
 	}
-	return j, "", nil
+	j.Cgroup, j.HasCgroup = cg, true
+	j.CgroupPath, j.CgroupLimit, j.CgroupUsage = cg.Path, cg.Limit, cg.Usage
+}
+
+func gcSeconds(s hsperf.Stats) float64 {
+	var sum float64
+	for _, g := range s.GCs {
+		sum += g.Seconds
+	}
+	return sum
 }
 
 // tickMark is a JVM's high-resolution timer as last read: a live JVM's
@@ -182,11 +197,13 @@ func (t *Tracker) identity(p procmem.Process) (identityEntry, error) {
 	}
 	// environ is readable only with ptrace access; without it the command
 	// line alone decides.
+	var env Environment
 	if b, err := readTruncated(filepath.Join(dir, "environ"), maxEnvironBytes); err == nil {
-		env := ParseEnviron(b)
+		env = ParseEnviron(b)
 		e.cmd = e.cmd.Merge(env)
 		e.pod = env.PodName
 	}
+	e.noCounters = NoCounters(e.cmd, env)
 	t.identities[pid] = e
 	return e, nil
 }

@@ -61,6 +61,10 @@ type JVM struct {
 	Stats     hsperf.Stats
 	Cgroup    procmem.CgroupMemory
 	HasCgroup bool
+	// Counters is CountersHsperf, or why the JVM publishes no hsperfdata:
+	// then Stats is empty and only identity, RSS and cgroup are known.
+	Counters string
+	mark     gcMark
 }
 
 // View is the result of one refresh.
@@ -76,6 +80,9 @@ type identityEntry struct {
 	euid  uint32 // the owner its hsperfdata file must have
 	cmd   Command
 	pod   string
+	// noCounters is why the JVM's options keep it from publishing
+	// hsperfdata; "" when they let it.
+	noCounters string
 }
 
 // Tracker finds and reads the JVMs on the machine, on demand and in the
@@ -93,6 +100,8 @@ type Tracker struct {
 	loggedAt   map[string]time.Time
 	buf        []byte // hsperfdata read buffer, reused across JVMs and scans
 	ticks      map[int]tickMark
+	lives      map[int]*life // JVMs read and not yet found gone
+	onExits    exitHook
 
 	mu      sync.RWMutex // guards samples, errors and last, read without waiting for a scan
 	samples map[int]Sample
@@ -120,6 +129,7 @@ func NewTracker(cfg Config, logger log.Logger) (*Tracker, error) {
 		logger:     logger,
 		identities: map[int]identityEntry{},
 		ticks:      map[int]tickMark{},
+		lives:      map[int]*life{},
 		loggedAt:   map[string]time.Time{},
 		samples:    map[int]Sample{},
 		errors:     map[string]uint64{},
@@ -146,6 +156,7 @@ func (t *Tracker) Stop() {
 	t.stopOnce.Do(func() { close(t.stop) })
 	t.Start() // a never-started tracker has nothing to wait for
 	<-t.done
+	t.closeLives()
 }
 
 // Done is closed once background sampling has ended (after Stop, or at
@@ -291,6 +302,7 @@ func (t *Tracker) scan() (View, error) {
 
 	view := View{Time: now}
 	read := map[int]bool{}
+	withFile := map[int]bool{} // candidates, but for files of a dead JVM's
 	cgroups := map[string]procmem.CgroupMemory{}
 	for _, c := range candidates {
 		if read[c.PID] {
@@ -302,6 +314,7 @@ func (t *Tracker) scan() (View, error) {
 			continue
 		}
 		j, reason, err := t.readJVM(c, table, cgroups, now)
+		withFile[c.PID] = withFile[c.PID] || reason != ReasonStale
 		if err != nil {
 			if reason != "" {
 				t.countError(reason)
@@ -312,11 +325,16 @@ func (t *Tracker) scan() (View, error) {
 		read[c.PID] = true
 		view.JVMs = append(view.JVMs, j)
 	}
+	t.scanBare(table, withFile, read, cgroups, &view, now)
 	if view.Dropped > 0 {
 		t.logOnce("cap", now, level.Warn, "msg", "more JVMs than --jvm.max-processes; some are not tracked",
 			"max", t.cfg.MaxProcesses, "dropped", view.Dropped)
 	}
 	sort.Slice(view.JVMs, func(i, j int) bool { return view.JVMs[i].PID < view.JVMs[j].PID })
+	gone := t.findExits(table, now)
+	if f := t.onExits.Load(); f != nil {
+		(*f)(now, gone)
+	}
 
 	for pid := range t.identities {
 		if _, ok := table.Process(pid); !ok {

@@ -47,9 +47,9 @@ func findJVM(v View, pid int) (JVM, bool) {
 	return JVM{}, false
 }
 
-// hsperfFile returns the hsperfdata file of a running test JVM.
 // TestTrackerNoPerfData: a JVM run with -XX:-UsePerfData has no file; it
-// is not a JVM the exporter can see, and not an error.
+// is found from /proc all the same, says why it has no counters, and is not
+// an error.
 func TestTrackerNoPerfData(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a real JVM")
@@ -58,8 +58,8 @@ func TestTrackerNoPerfData(t *testing.T) {
 	var logs bytes.Buffer
 	tr := newLiveTracker(t, log.NewLogfmtLogger(log.NewSyncWriter(&logs)))
 	view := mustRefresh(t, tr)
-	if _, ok := findJVM(view, j.PID); ok {
-		t.Fatalf("a JVM without perf data was reported: %+v", view)
+	if got, ok := findJVM(view, j.PID); !ok || got.Counters != CountersPerfDataOff || got.MainClass != testjvm.IdleClass {
+		t.Fatalf("a JVM without perf data: found %v, %+v", ok, got)
 	}
 	if strings.Contains(logs.String(), "pid="+strconv.Itoa(j.PID)) {
 		t.Errorf("a JVM without perf data was logged as a failure:\n%s", logs.String())

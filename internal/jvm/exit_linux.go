@@ -1,0 +1,295 @@
+package jvm
+
+import (
+	"bytes"
+	"errors"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/executor-exporter/executor_exporter/internal/exits"
+	"github.com/executor-exporter/executor_exporter/internal/hsperf"
+	"github.com/executor-exporter/executor_exporter/internal/procmem"
+)
+
+// Exit is a JVM the tracker saw alive and then found gone, with what could
+// still be observed about its end.
+type Exit struct {
+	Last  Sample // the last sample: who it was, and its memory
+	Death exits.Death
+}
+
+// life is what the tracker keeps about a JVM it has read, until it is
+// gone. What can be observed of a JVM after its process is gone is little:
+// /proc/<pid> and with it the JVM's root (and its /tmp, often in a mount
+// namespace that dies with it) are gone. So the tracker holds the JVM's
+// hsperfdata file open while the JVM lives: after the end, the open file
+// still says whether the JVM unlinked it (an orderly exit) or not (a
+// SIGKILL), and still holds the counters as the JVM last wrote them. It
+// costs one file descriptor per JVM, and keeps a dead JVM's file (32 KiB)
+// and its mount referenced until the next scan.
+type life struct {
+	start     time.Time
+	last      Sample
+	lastAlive time.Time
+	counters  string // CountersHsperf, or why there are none
+	fd        int    // the hsperfdata file held open; -1 without one
+	fileNote  string // why the file cannot tell the end, when it cannot
+	marks     [2]gcMark
+}
+
+// gcMark is the JVM's own clock and GC time at one sample: the GC share of
+// the final window is measured on them, unaffected by when scans ran.
+type gcMark struct {
+	ticks     int64
+	gcSeconds float64
+}
+
+func (l *life) close() {
+	if l.fd >= 0 {
+		_ = unix.Close(l.fd)
+		l.fd = -1
+	}
+}
+
+// OnExits sets the function the tracker calls after every scan with the
+// JVMs found gone since the one before (often none; the call is also the
+// scan's heartbeat). It runs on the scanning goroutine with the scan's lock
+// held: it must be quick and must not call back into the tracker.
+func (t *Tracker) OnExits(f func(now time.Time, gone []Exit)) {
+	t.onExits.Store(&f)
+}
+
+type exitHook = atomic.Pointer[func(time.Time, []Exit)]
+
+// closeLives releases the files held; the tracker is stopping.
+func (t *Tracker) closeLives() {
+	t.refreshMu.Lock()
+	defer t.refreshMu.Unlock()
+	for pid, l := range t.lives {
+		l.close()
+		delete(t.lives, pid)
+	}
+}
+
+// observe records a JVM read in this scan. c is nil for a JVM without
+// hsperfdata. Runs under refreshMu.
+func (t *Tracker) observe(c *Candidate, p procmem.Process, euid uint32, j *JVM, mark gcMark, now time.Time) {
+	l := t.lives[p.PID]
+	if l != nil && !l.start.Equal(p.StartTime) {
+		// The pid's previous JVM ended between two scans and another took
+		// its pid: that one's end is found by findExits before this runs.
+		l.close()
+		l = nil
+	}
+	if l == nil {
+		l = &life{start: p.StartTime, counters: j.Counters, fd: -1}
+		t.lives[p.PID] = l
+		if c != nil {
+			if fd, err := openHsperf(t.cfg.ProcFS, *c, euid); err == nil {
+				l.fd = fd
+			} else {
+				l.fileNote = "the hsperfdata file could not be held open: " + err.Error()
+			}
+		} else {
+			l.fileNote = "no hsperfdata file (" + j.Counters + ")"
+		}
+	}
+	l.last, l.lastAlive = j.Sample, now
+	if c != nil {
+		l.marks[1], l.marks[0] = l.marks[0], mark
+	}
+	if l.fd >= 0 && l.fileNote == "" {
+		var st unix.Stat_t
+		if err := unix.Fstat(l.fd, &st); err == nil && st.Nlink == 0 {
+			// A /tmp cleaner, or a hand: its absence at the end proves
+			// nothing.
+			l.fileNote = "the hsperfdata file was deleted while the JVM ran"
+		}
+	}
+}
+
+// findExits returns the JVMs that are gone: their pid is not in the table,
+// is another process now, or is a zombie. A JVM not read this scan but
+// still running (a read error, the cap) is not gone. Runs under refreshMu.
+func (t *Tracker) findExits(table *procmem.ProcessTable, now time.Time) []Exit {
+	var gone []Exit
+	for pid, l := range t.lives {
+		if l.lastAlive.Equal(now) {
+			continue
+		}
+		if p, ok := table.Process(pid); ok && p.StartTime.Equal(l.start) && (p.RSS > 0 || !t.dead(pid)) {
+			continue
+		}
+		gone = append(gone, Exit{Last: l.last, Death: t.death(pid, l, now)})
+		l.close()
+		delete(t.lives, pid)
+	}
+	return gone
+}
+
+// dead reports whether a process whose memory is gone has ended (a zombie
+// its parent has not reaped yet), rather than still exiting.
+func (t *Tracker) dead(pid int) bool {
+	b, err := readCapped(filepath.Join(t.cfg.ProcFS, strconv.Itoa(pid), "stat"), 4096)
+	if err != nil {
+		return true
+	}
+	state, ok := procState(b)
+	return !ok || state == 'Z' || state == 'X'
+}
+
+// procState returns the state letter of a /proc/<pid>/stat line: the field
+// after the command name, which may itself hold spaces and parentheses.
+func procState(stat []byte) (byte, bool) {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 || i+2 >= len(stat) {
+		return 0, false
+	}
+	return stat[i+2], true
+}
+
+// death puts together what is known of a JVM's end.
+func (t *Tracker) death(pid int, l *life, now time.Time) exits.Death {
+	d := exits.Death{PID: pid, Start: l.start, LastAlive: l.lastAlive, Noticed: now, FileNote: l.fileNote}
+	d.Heap = exits.Heap{Known: l.last.HeapMax > 0, Source: "last sample", Used: l.last.HeapUsed, Max: l.last.HeapMax}
+	if l.fd < 0 {
+		return d
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(l.fd, &st); err != nil {
+		d.FileNote = "the held hsperfdata file cannot be inspected: " + err.Error()
+		return d
+	}
+	if l.fileNote == "" {
+		d.File = exits.FileDeleted
+		if st.Nlink > 0 {
+			d.File = exits.FileLeftBehind
+		}
+	}
+	if final, err := finalHeap(l.fd, st.Size, l.marks); err == nil {
+		d.Heap = final
+	}
+	return d
+}
+
+// finalHeap reads the counters a dead JVM left in its file (never read
+// from before: the offset is 0).
+func finalHeap(fd int, size int64, marks [2]gcMark) (exits.Heap, error) {
+	if size > MaxHsperfBytes {
+		return exits.Heap{}, ErrTooLarge
+	}
+	b, err := readFD(fd, nil, int(size)+1, MaxHsperfBytes)
+	if err != nil {
+		return exits.Heap{}, err
+	}
+	snap, err := hsperf.Parse(b)
+	if err != nil {
+		return exits.Heap{}, err
+	}
+	stats, err := snap.Stats()
+	if err != nil {
+		return exits.Heap{}, err
+	}
+	return heapAtEnd(snap, stats, marks), nil
+}
+
+// heapAtEnd interprets a JVM's last counters: its heap, when its last full
+// collection ended relative to its clock's last tick, and the share of
+// time spent collecting since the newest mark at least exits.MinGCWindow
+// before the end.
+func heapAtEnd(snap *hsperf.Snapshot, stats hsperf.Stats, marks [2]gcMark) exits.Heap {
+	h := exits.Heap{Known: stats.HeapMax > 0, Source: "final counters", Used: stats.HeapUsed, Max: stats.HeapMax}
+	for _, p := range stats.Pools {
+		if p.Area == hsperf.AreaHeap && isOldPool(p.Name) {
+			h.OldUsed, h.OldMax = p.Used, p.Max
+		}
+	}
+	longs := map[string]int64{}
+	names := map[string]string{}
+	for _, e := range snap.Entries {
+		switch {
+		case e.Type == hsperf.TypeLong:
+			longs[e.Name] = e.Long
+		case strings.HasSuffix(e.Name, ".name"):
+			names[e.Name] = e.String
+		}
+	}
+	freq, ticks := longs["sun.os.hrt.frequency"], longs["sun.os.hrt.ticks"]
+	if freq <= 0 || ticks <= 0 {
+		return h
+	}
+	seconds := func(t int64) time.Duration { return time.Duration(float64(t) / float64(freq) * float64(time.Second)) }
+	for i := 0; ; i++ {
+		prefix := "sun.gc.collector." + strconv.Itoa(i) + "."
+		name, ok := names[prefix+"name"]
+		if !ok {
+			break
+		}
+		exit := longs[prefix+"lastExitTime"]
+		if !isFullCollector(name) || longs[prefix+"invocations"] == 0 || exit <= 0 || exit > ticks {
+			continue
+		}
+		if ago := seconds(ticks - exit); !h.HasFullGC || ago < h.FullGCAgo {
+			h.HasFullGC, h.FullGCAgo = true, ago
+		}
+	}
+	var gc float64
+	for _, g := range stats.GCs {
+		gc += g.Seconds
+	}
+	// The newest mark, or the one before when the newest is too recent.
+	for _, m := range marks {
+		if m.ticks <= 0 || m.ticks >= ticks {
+			continue
+		}
+		window := seconds(ticks - m.ticks)
+		h.GCWindow, h.GCShare = window, (gc-m.gcSeconds)/window.Seconds()
+		if window >= exits.MinGCWindow {
+			break
+		}
+	}
+	return h
+}
+
+// isFullCollector tells the collectors that collect the whole heap, by
+// their hsperfdata names: "… full collection pauses" and "Shenandoah full"
+// (JDK 17 and later), the old-generation collectors before that.
+func isFullCollector(name string) bool {
+	switch name {
+	case "MarkSweepCompact", "PSMarkSweep", "PSParallelCompact", "G1 stop-the-world full collections":
+		return true
+	}
+	return strings.Contains(strings.ToLower(name), "full")
+}
+
+// isOldPool tells the old generation's pool by its name: G1 Old Gen, PS
+// Old Gen, Tenured Gen, CMS Old Gen, ZGC Old Generation.
+func isOldPool(name string) bool {
+	return strings.Contains(name, "Old Gen") || strings.Contains(name, "Tenured")
+}
+
+// openHsperf opens the candidate's hsperfdata file the way ReadHsperf does,
+// to be held.
+func openHsperf(procPath string, c Candidate, uid uint32) (int, error) {
+	root, err := openRoot(procPath, c.PID)
+	if err != nil {
+		return -1, err
+	}
+	defer unix.Close(root)
+	name := "tmp/" + c.Dir + "/" + strconv.Itoa(c.NSPID)
+	fd, err := openBeneathFD(root, name, 0)
+	if err != nil {
+		return -1, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Uid != uid {
+		_ = unix.Close(fd)
+		return -1, errors.New("not the JVM's regular file")
+	}
+	return fd, nil
+}

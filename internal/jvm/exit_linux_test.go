@@ -1,0 +1,224 @@
+package jvm
+
+import (
+	"errors"
+	"os/exec"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-kit/log"
+
+	"github.com/executor-exporter/executor_exporter/internal/exits"
+	"github.com/executor-exporter/executor_exporter/internal/testenv"
+	"github.com/executor-exporter/executor_exporter/internal/testjvm"
+)
+
+// exitRecorder is a tracker sampling every 100 ms in the background and
+// the exits it reported.
+type exitRecorder struct {
+	tr    *Tracker
+	mu    sync.Mutex
+	exits []Exit
+}
+
+func newExitRecorder(t *testing.T) *exitRecorder {
+	t.Helper()
+	tr, err := NewTracker(Config{ProcFS: "/proc", SysFS: "/sys", Interval: 100 * time.Millisecond, Retention: time.Minute, MaxProcesses: 1000}, log.NewNopLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &exitRecorder{tr: tr}
+	tr.OnExits(func(_ time.Time, gone []Exit) {
+		r.mu.Lock()
+		r.exits = append(r.exits, gone...)
+		r.mu.Unlock()
+	})
+	tr.Start()
+	t.Cleanup(tr.Stop)
+	return r
+}
+
+// waitSeen waits until the tracker has sampled pid (n times).
+func (r *exitRecorder) waitSeen(t *testing.T, pid, n int) JVM {
+	t.Helper()
+	var j JVM
+	seen := 0
+	var last time.Time
+	testenv.WaitFor(t, 60*time.Second, "the tracker to sample the JVM", func() bool {
+		v, err := r.tr.Current()
+		if err != nil {
+			return false
+		}
+		var ok bool
+		if j, ok = findJVM(v, pid); ok && !v.Time.Equal(last) {
+			seen++
+			last = v.Time
+		}
+		return seen >= n
+	})
+	return j
+}
+
+// waitExit waits for the one exit of pid and checks no other was reported for it.
+func (r *exitRecorder) waitExit(t *testing.T, pid int) Exit {
+	t.Helper()
+	var got []Exit
+	testenv.WaitFor(t, 60*time.Second, "the JVM's exit", func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		got = got[:0]
+		for _, e := range r.exits {
+			if e.Death.PID == pid {
+				got = append(got, e)
+			}
+		}
+		return len(got) > 0
+	})
+	time.Sleep(300 * time.Millisecond) // three more scans: none may report it again
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, e := range r.exits {
+		if e.Death.PID == pid {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("pid %d reported gone %d times", pid, n)
+	}
+	return got[0]
+}
+
+func exitCode(t *testing.T, j *testjvm.JVM) int {
+	t.Helper()
+	select {
+	case <-j.Done():
+	case <-time.After(60 * time.Second):
+		t.Fatal("JVM did not end")
+	}
+	var ee *exec.ExitError
+	if err := j.Err(); errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return 0
+}
+
+var executorArgs = []string{"--executor-id", "5", "--app-id", "app-exits"}
+
+// The four ways a JVM with hsperfdata ends, seen from outside it, and the
+// reason the rule gives each without kernel kills or notices.
+func TestTrackerExits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real JVMs")
+	}
+	for _, tc := range []struct {
+		name     string
+		jvmArgs  []string
+		args     []string
+		end      func(j *testjvm.JVM)
+		wantCode int
+		wantFile exits.File
+		want     string
+	}{
+		{
+			name: "SIGKILL leaves the file", jvmArgs: []string{"-Xmx64m"}, args: []string{"--heap-mb", "8"},
+			end: func(j *testjvm.JVM) { _ = syscall.Kill(j.PID, syscall.SIGKILL) }, wantCode: 137,
+			wantFile: exits.FileLeftBehind, want: exits.ReasonKilled,
+		},
+		{
+			name: "SIGTERM: the JVM deletes it", jvmArgs: []string{"-Xmx64m"}, args: []string{"--heap-mb", "8"},
+			end: func(j *testjvm.JVM) { _ = syscall.Kill(j.PID, syscall.SIGTERM) }, wantCode: 143,
+			wantFile: exits.FileDeleted, want: exits.ReasonExited,
+		},
+		{
+			// Spark's exit 52: the heap fills, full collections free
+			// nothing, OutOfMemoryError reaches the uncaught-exception
+			// handler, System.exit(52).
+			name: "heap exhausted, exit 52", jvmArgs: []string{"-Xmx64m", "-XX:+UseG1GC"},
+			args:     []string{"--spark-exit", "--heap-mb", "1000", "--step-mb", "1", "--step-ms", "40", "--churn"},
+			wantCode: 52, wantFile: exits.FileDeleted, want: exits.ReasonHeapExhausted,
+		},
+		{
+			name: "heap exhausted under the parallel collector", jvmArgs: []string{"-Xmx64m", "-XX:+UseParallelGC"},
+			args:     []string{"--spark-exit", "--heap-mb", "1000", "--step-mb", "1", "--step-ms", "40", "--churn"},
+			wantCode: 52, wantFile: exits.FileDeleted, want: exits.ReasonHeapExhausted,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newExitRecorder(t)
+			j := testjvm.Start(t, testjvm.Options{JVMArgs: tc.jvmArgs, Args: append(append(tc.args, executorArgs...), "--exit-after-s", "300")})
+			r.waitSeen(t, j.PID, 1)
+			if tc.end != nil {
+				r.waitSeen(t, j.PID, 2)
+				tc.end(j)
+			}
+			if code := exitCode(t, j); code != tc.wantCode {
+				t.Fatalf("exit code %d, want %d", code, tc.wantCode)
+			}
+			e := r.waitExit(t, j.PID)
+			if e.Last.ExecutorID != "5" || e.Last.AppID != "app-exits" || e.Last.Role != RoleExecutor {
+				t.Errorf("identity %+v", e.Last.Identity)
+			}
+			if e.Death.File != tc.wantFile {
+				t.Errorf("file %v (%s), want %v", e.Death.File, e.Death.FileNote, tc.wantFile)
+			}
+			if !e.Death.Heap.Known || e.Death.Heap.Source != "final counters" {
+				t.Errorf("no final counters: %+v", e.Death.Heap)
+			}
+			if !e.Death.LastAlive.Before(e.Death.Noticed) || e.Death.Start.IsZero() {
+				t.Errorf("times: %+v", e.Death)
+			}
+			if v := exits.Decide(e.Death, nil, nil); v.Reason != tc.want {
+				t.Errorf("reason %q, want %q: %s", v.Reason, tc.want, v.Evidence)
+			} else {
+				t.Logf("%s: %s", v.Reason, v.Evidence)
+			}
+		})
+	}
+}
+
+// JVMs that publish no hsperfdata are found from /proc, with their
+// identity, memory and why they have no counters; their end is unknown
+// unless something else tells it.
+func TestTrackerBareJVMs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real JVMs")
+	}
+	r := newExitRecorder(t)
+	for _, tc := range []struct {
+		flag, want string
+	}{
+		{"-XX:+PerfDisableSharedMem", CountersSharedMemDisabled},
+		{"-XX:-UsePerfData", CountersPerfDataOff},
+	} {
+		t.Run(tc.flag, func(t *testing.T) {
+			j := testjvm.Start(t, testjvm.Options{JVMArgs: []string{"-Xmx32m", tc.flag},
+				Args: append([]string{"--heap-mb", "8", "--exit-after-s", "300"}, executorArgs...)})
+			got := r.waitSeen(t, j.PID, 1)
+			if got.Counters != tc.want || got.ExecutorID != "5" || got.AppID != "app-exits" || got.Xmx != "32m" {
+				t.Errorf("JVM %+v", got)
+			}
+			if got.RSSJVM == 0 || !got.HasCgroup || got.HeapMax != 0 {
+				t.Errorf("memory: rss %d, cgroup %v, heap max %d", got.RSSJVM, got.HasCgroup, got.HeapMax)
+			}
+			if s, ok := r.tr.LastSample(j.PID); !ok || s.ExecutorID != "5" {
+				t.Errorf("no last sample for OOM attribution: %+v", s)
+			}
+			_ = syscall.Kill(j.PID, syscall.SIGKILL)
+			e := r.waitExit(t, j.PID)
+			if e.Death.File != exits.FileUnknown || e.Death.Heap.Known {
+				t.Errorf("death %+v", e.Death)
+			}
+			if v := exits.Decide(e.Death, nil, nil); v.Reason != exits.ReasonUnknown {
+				t.Errorf("reason %q: %s", v.Reason, v.Evidence)
+			}
+		})
+	}
+}
