@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -203,13 +204,16 @@ func TestRBACGrantsExactlyWhatTheCodeCalls(t *testing.T) {
 	var sa plainObject
 	decodeStrict(t, ms, "ServiceAccount", &sa)
 
-	if len(role.Rules) != 1 {
-		t.Fatalf("ClusterRole has %d rules, want 1: %+v", len(role.Rules), role.Rules)
-	}
-	r := role.Rules[0]
-	if !slices.Equal(r.APIGroups, []string{""}) || !slices.Equal(r.Resources, []string{"nodes"}) ||
-		!slices.Equal(r.Verbs, []string{"get"}) || len(r.ResourceNames) != 0 || len(r.NonResourceURLs) != 0 {
-		t.Errorf("ClusterRole rule %+v, want get on core nodes only", r)
+	granted := map[string]bool{}
+	for _, r := range role.Rules {
+		if !slices.Equal(r.APIGroups, []string{""}) || len(r.ResourceNames) != 0 || len(r.NonResourceURLs) != 0 {
+			t.Errorf("ClusterRole rule %+v: want core resources only, no resource names or URLs", r)
+		}
+		for _, res := range r.Resources {
+			for _, verb := range r.Verbs {
+				granted[verb+" "+res] = true
+			}
+		}
 	}
 	if binding.RoleRef.Kind != "ClusterRole" || binding.RoleRef.Name != role.Metadata.Name || binding.RoleRef.APIGroup != "rbac.authorization.k8s.io" {
 		t.Errorf("binding refers to %+v, not ClusterRole %s", binding.RoleRef, role.Metadata.Name)
@@ -220,13 +224,30 @@ func TestRBACGrantsExactlyWhatTheCodeCalls(t *testing.T) {
 	}
 
 	// The code side: every Kubernetes API path the exporter's code names,
-	// and every HTTP method in the file that calls it.
+	// and every HTTP method in the files that call them. A path ending in
+	// "/" is followed by a name (get); one without is a collection (list).
 	paths, methods := kubernetesCalls(t, filepath.Join(testenv.RepoRoot(), "internal", "cloud"))
-	if !slices.Equal(paths, []string{"/api/v1/nodes/"}) {
-		t.Errorf("the code calls Kubernetes API paths %v; the ClusterRole grants only GET /api/v1/nodes/{name}: update both together", paths)
-	}
 	if !slices.Equal(methods, []string{"MethodGet"}) {
-		t.Errorf("the Kubernetes client uses HTTP methods %v; the ClusterRole grants only get", methods)
+		t.Errorf("the Kubernetes client uses HTTP methods %v; the ClusterRole grants only get and list", methods)
+	}
+	called := map[string]bool{}
+	for _, p := range paths {
+		parts := strings.Split(strings.TrimSuffix(strings.TrimPrefix(p, "/api/v1/"), "/"), "/")
+		if !strings.HasPrefix(p, "/api/v1/") || len(parts) != 1 {
+			t.Errorf("Kubernetes API path %q: not a core resource or collection this test understands", p)
+			continue
+		}
+		verb := "list"
+		if strings.HasSuffix(p, "/") {
+			verb = "get"
+		}
+		called[verb+" "+parts[0]] = true
+	}
+	if !maps.Equal(called, granted) {
+		t.Errorf("the code calls %v, the ClusterRole grants %v: update both together", slices.Sorted(maps.Keys(called)), slices.Sorted(maps.Keys(granted)))
+	}
+	if want := map[string]bool{"get nodes": true, "list pods": true}; !maps.Equal(granted, want) {
+		t.Errorf("ClusterRole grants %v, want exactly get nodes and list pods", slices.Sorted(maps.Keys(granted)))
 	}
 }
 

@@ -37,6 +37,8 @@ type KubernetesConfig struct {
 	// LabelAllowlist names the node labels exported as
 	// executor_node_labels; "*" allows all.
 	LabelAllowlist []string
+	// Pods turns on the list of this node's pods (PodsConfig).
+	Pods PodsConfig
 }
 
 // errNotInCluster: a node name but no API server to ask. CI agents (Jenkins
@@ -52,6 +54,7 @@ type kubeNode struct {
 
 type kubeClient struct {
 	nodeURL   string
+	podsURL   string
 	tokenFile string
 	http      *http.Client
 }
@@ -77,6 +80,7 @@ func newKubeClient(cfg KubernetesConfig, timeout time.Duration) (*kubeClient, er
 	}
 	return &kubeClient{
 		nodeURL:   strings.TrimRight(base, "/") + "/api/v1/nodes/" + url.PathEscape(cfg.NodeName),
+		podsURL:   podsURL(base, cfg.NodeName),
 		tokenFile: cfg.TokenFile,
 		http: &http.Client{
 			Timeout: timeout,

@@ -66,6 +66,8 @@ type Refresher struct {
 	nodeName string
 	// clients are built once; which one is asked is decided per refresh.
 	clients map[string]metadataClient
+	// pods lists this node's pods; nil when off.
+	pods *podLister
 
 	refreshMu sync.Mutex // one refresh at a time
 	lastIMDS  *Instance  // last good answers, kept across failed refreshes
@@ -130,6 +132,15 @@ func NewRefresher(cfg Config, logger log.Logger) (*Refresher, error) {
 		}
 		r.kube = kube
 	}
+	if pc := cfg.Kubernetes.Pods; pc.Enabled && r.kube != nil && r.cfg.Kubernetes.NodeName != "" {
+		if pc.RefreshInterval <= 0 || pc.MinInterval <= 0 {
+			return nil, fmt.Errorf("pod refresh intervals must be positive, got %v and %v", pc.RefreshInterval, pc.MinInterval)
+		}
+		kube := r.kube
+		r.pods = newPodLister(pc, func(ctx context.Context) ([]Pod, error) {
+			return kube.pods(ctx, pc.LabelAllowlist)
+		}, logger)
+	}
 	return r, nil
 }
 
@@ -144,6 +155,13 @@ func (r *Refresher) Start() {
 		if r.cfg.PollInterval > 0 {
 			r.wg.Add(1)
 			go r.pollLoop(ctx, firstRefresh)
+		}
+		if r.pods != nil {
+			r.wg.Add(1)
+			go func() {
+				defer r.wg.Done()
+				r.pods.run(ctx)
+			}()
 		}
 	})
 }
