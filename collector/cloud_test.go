@@ -77,23 +77,10 @@ func cloudValue(families map[string]*dto.MetricFamily, name, labelName, labelVal
 	return 0, false
 }
 
-// cloudWaitFor polls cond; the timeout bounds a broken test's hang and
-// asserts nothing about speed.
-func cloudWaitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func TestCloudCollectorNoCloud(t *testing.T) {
 	stub := cloudtest.NewAWS(t, cloudtest.AWSOptions{})
 	c := newTestCloudCollector(t, cloudTestConfig(cloudtest.SysfsWithDMI(t, cloudNotCloudDMI), stub.URL, 10*time.Millisecond))
-	cloudWaitFor(t, "the start-up refresh", func() bool { return c.refresher.Snapshot().Refreshed })
+	testenv.WaitFor(t, waitTimeout, "the start-up refresh", func() bool { return c.refresher.Snapshot().Refreshed })
 	const want = `
 # HELP executor_instance_info What machine this is: cloud provider, instance type, lifecycle (on-demand, spot, unknown), placement and Kubernetes node; source says where the facts came from.
 # TYPE executor_instance_info gauge
@@ -134,7 +121,7 @@ func TestCloudCollectorInfoPerProvider(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			server := tc.server(t)
 			c := newTestCloudCollector(t, cloudTestConfig(cloudtest.SysfsWithDMI(t, tc.dmi), server.URL, 0))
-			cloudWaitFor(t, "the start-up refresh", func() bool { return c.refresher.Snapshot().Refreshed })
+			testenv.WaitFor(t, waitTimeout, "the start-up refresh", func() bool { return c.refresher.Snapshot().Refreshed })
 			families := cloudGather(t, c)
 			info := families["executor_instance_info"].GetMetric()
 			if len(info) != 1 {
@@ -204,15 +191,15 @@ func TestCloudCollectorInterruptionNotices(t *testing.T) {
 					return ok && v == want
 				}
 			}
-			cloudWaitFor(t, tc.event+" pending 0 after the first poll", pending(0))
+			testenv.WaitFor(t, waitTimeout, tc.event+" pending 0 after the first poll", pending(0))
 			tc.announce(server)
-			cloudWaitFor(t, tc.event+" pending 1", pending(1))
+			testenv.WaitFor(t, waitTimeout, tc.event+" pending 1", pending(1))
 			ts, ok := cloudValue(cloudGather(t, c), "executor_instance_interruption_timestamp_seconds", "event", tc.event)
 			if ok != (tc.at != 0) || ts != tc.at {
 				t.Errorf("executor_instance_interruption_timestamp_seconds = %v (present %v), want %v", ts, ok, tc.at)
 			}
 			tc.withdraw(server)
-			cloudWaitFor(t, tc.event+" pending 0 again", pending(0))
+			testenv.WaitFor(t, waitTimeout, tc.event+" pending 0 again", pending(0))
 			if _, ok := cloudValue(cloudGather(t, c), "executor_instance_interruption_timestamp_seconds", "event", tc.event); ok {
 				t.Error("timestamp still exported after the notice went away")
 			}
@@ -223,7 +210,7 @@ func TestCloudCollectorInterruptionNotices(t *testing.T) {
 func TestCloudScrapePathMakesNoRequests(t *testing.T) {
 	server := cloudtest.NewAWS(t, cloudtest.AWSOptions{})
 	c := newTestCloudCollector(t, cloudTestConfig(cloudtest.SysfsWithDMI(t, cloudAWSDMI), server.URL, 0))
-	cloudWaitFor(t, "the start-up refresh", func() bool { return c.refresher.Snapshot().Refreshed })
+	testenv.WaitFor(t, waitTimeout, "the start-up refresh", func() bool { return c.refresher.Snapshot().Refreshed })
 	before := server.Requests()
 	if before == 0 {
 		t.Fatal("the refresh asked IMDS nothing; this test would prove nothing")
@@ -248,7 +235,7 @@ func TestCloudCollectorBeforeFirstRefresh(t *testing.T) {
 	cfg := cloudTestConfig(cloudtest.SysfsWithDMI(t, cloudAWSDMI), server.URL, 0)
 	cfg.Timeout = time.Hour
 	c := newTestCloudCollector(t, cfg)
-	cloudWaitFor(t, "the refresh to hang in IMDS", func() bool { return server.Requests() > 0 })
+	testenv.WaitFor(t, waitTimeout, "the refresh to hang in IMDS", func() bool { return server.Requests() > 0 })
 	families := cloudGather(t, c)
 	if _, ok := families["executor_instance_info"]; ok {
 		t.Fatal("executor_instance_info before any refresh finished")
@@ -282,7 +269,7 @@ func TestCloudCollectorNodeLabels(t *testing.T) {
 	cfg.Kubernetes = cloud.KubernetesConfig{NodeName: "n1", APIURL: kube.URL, TokenFile: tokenFile, CAFile: caFile,
 		LabelAllowlist: []string{"team.example.com/costCenter", "karpenter.sh/nodepool"}}
 	c := newTestCloudCollector(t, cfg)
-	cloudWaitFor(t, "the start-up refresh", func() bool { return c.refresher.Snapshot().Refreshed })
+	testenv.WaitFor(t, waitTimeout, "the start-up refresh", func() bool { return c.refresher.Snapshot().Refreshed })
 	const want = `
 # HELP executor_instance_info What machine this is: cloud provider, instance type, lifecycle (on-demand, spot, unknown), placement and Kubernetes node; source says where the facts came from.
 # TYPE executor_instance_info gauge
@@ -301,7 +288,7 @@ func TestCloudOutputIsPromtoolClean(t *testing.T) {
 	server := cloudtest.NewAWS(t, cloudtest.AWSOptions{})
 	server.Set(cloudtest.AWSInstanceActionPath, `{"action": "terminate", "time": "2017-09-18T08:22:00Z"}`)
 	c := newTestCloudCollector(t, cloudTestConfig(cloudtest.SysfsWithDMI(t, cloudAWSDMI), server.URL, 10*time.Millisecond))
-	cloudWaitFor(t, "a pending notice", func() bool {
+	testenv.WaitFor(t, waitTimeout, "a pending notice", func() bool {
 		v, ok := cloudValue(cloudGather(t, c), "executor_instance_interruption_pending", "event", cloud.EventSpotInterruption)
 		return ok && v == 1
 	})

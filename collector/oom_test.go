@@ -17,6 +17,7 @@ import (
 
 	"github.com/executor-exporter/executor_exporter/internal/jvm"
 	"github.com/executor-exporter/executor_exporter/internal/oom"
+	"github.com/executor-exporter/executor_exporter/internal/testenv"
 )
 
 // samples is a SampleSource of samples a test builds, standing in for the
@@ -88,7 +89,7 @@ func newOOMFixture(t *testing.T, cfg OOMConfig, src jvm.SampleSource) *oomFixtur
 	// The follower seeks to the end when it opens the file, so a record
 	// written before that is skipped: write a harmless one until one is
 	// read, then the ones that matter.
-	waitForCond(t, "the follower to start", func() bool {
+	testenv.WaitFor(t, waitTimeout, "the follower to start", func() bool {
 		f.write(t, "6,1,1,-;fixture ready")
 		time.Sleep(5 * time.Millisecond)
 		got, _ := scrapeOOM(t, f.c)
@@ -112,15 +113,14 @@ func (f *oomFixture) advance(d time.Duration) {
 	f.mu.Unlock()
 }
 
+// waitTimeout bounds how long a test waits for a collector's background
+// goroutine; it only ends a hang, the machine may be busy.
+const waitTimeout = 30 * time.Second
+
+// waitForCond: collector/status_test.go still calls it; use testenv.WaitFor.
 func waitForCond(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.WaitFor(t, waitTimeout, what, cond)
 }
 
 // scrapeOOM runs one Update and returns every sample as "name{labels}" →
@@ -169,7 +169,7 @@ func memcgKill(pid int, memcg, task string) []string {
 func TestOOMCollectorAttributesAndShowsZeroFirst(t *testing.T) {
 	f := newOOMFixture(t, OOMConfig{}, samples{4242: nativeExecutor})
 	f.write(t, memcgKill(4242, "/spark/exec-3", "java")...)
-	waitForCond(t, "the kill to be counted", func() bool { return strings.Contains(f.logs.String(), "OOM kill") })
+	testenv.WaitFor(t, waitTimeout, "the kill to be counted", func() bool { return strings.Contains(f.logs.String(), "OOM kill") })
 
 	first, err := scrapeOOM(t, f.c)
 	if err != nil {
@@ -184,7 +184,7 @@ func TestOOMCollectorAttributesAndShowsZeroFirst(t *testing.T) {
 	}
 	// A second kill of the same series counts at once.
 	f.write(t, memcgKill(4242, "/spark/exec-3", "java")...)
-	waitForCond(t, "the second kill", func() bool { return strings.Count(f.logs.String(), "OOM kill") == 2 })
+	testenv.WaitFor(t, waitTimeout, "the second kill", func() bool { return strings.Count(f.logs.String(), "OOM kill") == 2 })
 	third, _ := scrapeOOM(t, f.c)
 	if v := third[executorKillKey]; v != 2 {
 		t.Errorf("after a second kill: %v, want 2", v)
@@ -213,7 +213,7 @@ func TestOOMCollectorUntrackedGlobalAndPidReuse(t *testing.T) {
 	f.write(t, memcgKill(4242, "/other", "java")...)
 	// A comm longer than any label may be.
 	f.write(t, "Out of memory: Killed process 79 ("+strings.Repeat("x", 300)+") total-vm:1kB")
-	waitForCond(t, "four kills", func() bool { return strings.Count(f.logs.String(), "OOM kill") == 4 })
+	testenv.WaitFor(t, waitTimeout, "four kills", func() bool { return strings.Count(f.logs.String(), "OOM kill") == 4 })
 	scrapeOOM(t, f.c)
 	got, err := scrapeOOM(t, f.c)
 	if err != nil {
@@ -238,7 +238,7 @@ func TestOOMCollectorBoundsSeries(t *testing.T) {
 	f := newOOMFixture(t, OOMConfig{MaxSeries: 2, Retention: time.Hour}, samples{})
 	for i, task := range []string{"a", "b", "c"} {
 		f.write(t, fmt.Sprintf("Out of memory: Killed process %d (%s) total-vm:1kB", 100+i, task))
-		waitForCond(t, "kill "+task, func() bool { return strings.Count(f.logs.String(), "OOM kill") == i+1 })
+		testenv.WaitFor(t, waitTimeout, "kill "+task, func() bool { return strings.Count(f.logs.String(), "OOM kill") == i+1 })
 		f.advance(time.Minute)
 	}
 	got, _ := scrapeOOM(t, f.c)
@@ -272,7 +272,7 @@ func TestOOMCollectorBoundsSeries(t *testing.T) {
 func TestOOMCollectorNewSeriesHold(t *testing.T) {
 	f := newOOMFixture(t, OOMConfig{NewSeriesHold: 30 * time.Second}, samples{})
 	f.write(t, "Out of memory: Killed process 5 (x) total-vm:1kB")
-	waitForCond(t, "the kill", func() bool { return strings.Contains(f.logs.String(), "OOM kill") })
+	testenv.WaitFor(t, waitTimeout, "the kill", func() bool { return strings.Contains(f.logs.String(), "OOM kill") })
 	key := "executor_oom_kills_total{app_id=,cause=node,constraint=CONSTRAINT_NONE,executor_id=,pid=,role=,task=x}"
 	for i := 0; i < 3; i++ {
 		got, _ := scrapeOOM(t, f.c)
@@ -289,7 +289,7 @@ func TestOOMCollectorNewSeriesHold(t *testing.T) {
 func TestOOMCollectorMalformedRecords(t *testing.T) {
 	f := newOOMFixture(t, OOMConfig{}, samples{})
 	f.write(t, "6,1,1,-;oom-kill:constraint=CONSTRAINT_MEMCG,task=java,pid=zz,uid=0", "3,2,2,-;Out of memory: Killed process 5 (x) total-vm:1kB")
-	waitForCond(t, "the good kill after the bad line", func() bool { return strings.Contains(f.logs.String(), "OOM kill") })
+	testenv.WaitFor(t, waitTimeout, "the good kill after the bad line", func() bool { return strings.Contains(f.logs.String(), "OOM kill") })
 	got, err := scrapeOOM(t, f.c)
 	if err != nil {
 		t.Fatal(err)
@@ -308,7 +308,7 @@ func TestOOMCollectorUnreadableKmsg(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.(Stopper).Stop()
-	waitForCond(t, "the open error", func() bool { return c.(*oomCollector).follower.Err() != nil })
+	testenv.WaitFor(t, waitTimeout, "the open error", func() bool { return c.(*oomCollector).follower.Err() != nil })
 	time.Sleep(50 * time.Millisecond) // many retries at 2 ms
 	got, err := scrapeOOM(t, c)
 	if err == nil || !strings.Contains(err.Error(), missing) {
