@@ -88,7 +88,8 @@ type oomCollector struct {
 	recordsTotal   float64
 	malformedTotal float64
 	droppedTotal   float64
-	loggedErr      string // the follower error last logged, so each is logged once
+	loggedErr      string       // the follower error last logged, so each is logged once
+	recent         []recentKill // the last maxRecentKills kills, oldest first, for the status page
 }
 
 // NewOOMCollector follows the kernel log for OOM kills from now on and
@@ -220,6 +221,10 @@ func (c *oomCollector) recordKill(k oom.Kill) {
 		}
 		c.series[key] = &oomSeries{labels: labels, kills: 1, born: now, last: now}
 	}
+	if len(c.recent) == maxRecentKills {
+		c.recent = append(c.recent[:0], c.recent[1:]...)
+	}
+	c.recent = append(c.recent, recentKill{at: now, Attribution: a})
 	c.mu.Unlock()
 
 	c.logKill(a, now)
@@ -273,7 +278,7 @@ func (c *oomCollector) logKill(a oom.Attribution, now time.Time) {
 		who = fmt.Sprintf("JVM pid %d", k.PID)
 	}
 	kv := []interface{}{
-		"msg", fmt.Sprintf("OOM kill: %s, cause %s: %s", who, v.Cause, v.Reason),
+		"msg", fmt.Sprintf("OOM kill: %s, cause %s: %s", who, v.Cause, v.Explanation()),
 		"pid", k.PID, "task", k.Task, "constraint", k.Constraint, "cause", v.Cause,
 		"oom_memcg", k.OOMMemcg, "task_memcg", k.TaskMemcg,
 		"killed_anon_rss_mib", mibOf(k.AnonRSSKiB << 10),

@@ -17,7 +17,6 @@ import (
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/version"
-	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 	slgk "github.com/tjhop/slog-gokit"
 
@@ -68,21 +67,7 @@ func main() {
 	}
 
 	http.Handle(*metricsPath, newHandler(ec, logger, *maxRequests, !*disableExporterMetrics))
-	if *metricsPath != "/" {
-		landingPage, err := web.NewLandingPage(web.LandingConfig{
-			Name:        "Executor Exporter",
-			Description: "Prometheus exporter for JVM / Spark executor memory, node memory, cloud identity and OOM kills",
-			Version:     version.Info(),
-			Links: []web.LandingLinks{
-				{Address: *metricsPath, Text: "Metrics"},
-			},
-		})
-		if err != nil {
-			level.Error(logger).Log("msg", "Couldn't create landing page", "err", err)
-			os.Exit(1)
-		}
-		http.Handle("/", landingPage)
-	}
+	handleStatusPage(http.DefaultServeMux, ec, *metricsPath)
 
 	server := &http.Server{ReadHeaderTimeout: readHeaderTimeout}
 	if err := serve(server, toolkitFlags, slogger, logger, ec.Stop); err != nil {

@@ -21,10 +21,20 @@ const (
 	HeapNearMaxShare = 0.9
 )
 
-// Verdict is the judged cause of a kill and the reason, for the log.
+// Verdict is the judged cause of a kill, the figures behind it, and what
+// to change; the log line and the status page show all three.
 type Verdict struct {
 	Cause  string
-	Reason string
+	Reason string // the figures and what they show
+	Advice string // the Spark setting or limit to change; empty for node and unknown
+}
+
+// Explanation is the reason and the advice in one sentence, for the log.
+func (v Verdict) Explanation() string {
+	if v.Advice == "" {
+		return v.Reason
+	}
+	return v.Reason + "; " + v.Advice
 }
 
 // Judge says what filled the memory of a killed process from its constraint
@@ -41,17 +51,17 @@ type Verdict struct {
 func Judge(k Kill, s Victim, found bool) Verdict {
 	switch k.Constraint {
 	case ConstraintNone, ConstraintCpuset, ConstraintMemoryPolicy:
-		return Verdict{CauseNode, "the machine ran out of memory (" + k.Constraint + "), not a container limit"}
+		return Verdict{Cause: CauseNode, Reason: "the machine ran out of memory (" + k.Constraint + "), not a container limit"}
 	}
 	if !found {
-		return Verdict{CauseUnknown, "the victim was not a tracked JVM"}
+		return Verdict{Cause: CauseUnknown, Reason: "the victim was not a tracked JVM"}
 	}
 	usage, usageOf := s.CgroupUsage, "container usage"
 	if usage == 0 {
 		usage, usageOf = s.RSSJVM+s.RSSPython+s.RSSOther, "resident memory of the process tree"
 	}
 	if usage == 0 || s.HeapCommitted == 0 {
-		return Verdict{CauseUnknown, "the last sample has no heap or memory figures"}
+		return Verdict{Cause: CauseUnknown, Reason: "the last sample has no heap or memory figures"}
 	}
 	heapShare := float64(s.HeapCommitted) / float64(usage)
 	bulk := heapShare >= HeapBulkShare
@@ -66,12 +76,20 @@ func Judge(k Kill, s Victim, found bool) Verdict {
 		float64(s.HeapCommitted)/(1<<20), usageOf, float64(usage)/(1<<20), 100*heapShare)
 	switch {
 	case bulk && nearMax:
-		return Verdict{CauseHeap, share + fmt.Sprintf(" and heap used was %.0f%% of its max: the heap filled up; raise spark.executor.memory (and the container with it) or use less heap", 100*float64(s.HeapUsed)/float64(s.HeapMax))}
+		return Verdict{Cause: CauseHeap,
+			Reason: share + fmt.Sprintf(" and heap used was %.0f%% of its max: the heap filled up", 100*float64(s.HeapUsed)/float64(s.HeapMax)),
+			Advice: "raise spark.executor.memory (and the container with it) or use less heap"}
 	case bulk && tooBig:
-		return Verdict{CauseHeap, share + " and the heap's max does not fit in the container beside non-heap memory: lower -Xmx (spark.executor.memory) or raise the limit"}
+		return Verdict{Cause: CauseHeap,
+			Reason: share + " and the heap's max does not fit in the container beside non-heap memory",
+			Advice: "lower -Xmx (spark.executor.memory) or raise the limit"}
 	case bulk:
-		return Verdict{CauseNative, share + " but its max fits in the container: non-heap memory pushed it over the limit; raise spark.executor.memoryOverhead"}
+		return Verdict{Cause: CauseNative,
+			Reason: share + " but its max fits in the container: non-heap memory pushed it over the limit",
+			Advice: "raise spark.executor.memoryOverhead"}
 	default:
-		return Verdict{CauseNative, share + ": off-heap memory (direct buffers, metaspace, thread stacks, Python workers) filled the container; raise spark.executor.memoryOverhead"}
+		return Verdict{Cause: CauseNative,
+			Reason: share + ": off-heap memory (direct buffers, metaspace, thread stacks, Python workers) filled the container",
+			Advice: "raise spark.executor.memoryOverhead"}
 	}
 }

@@ -1,6 +1,9 @@
 package oom
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 const mib = 1 << 20
 
@@ -80,6 +83,11 @@ func TestJudge(t *testing.T) {
 			}
 			if v.Reason == "" {
 				t.Error("no reason given")
+			}
+			// Advice names what to change when the container's memory
+			// was misjudged; a node OOM or an unknown victim has none.
+			if wantAdvice := v.Cause == CauseHeap || v.Cause == CauseNative; (v.Advice != "") != wantAdvice || strings.Contains(v.Reason, "spark.") {
+				t.Errorf("cause %s: reason %q, advice %q; want the setting to change in the advice only, and for heap and native only", v.Cause, v.Reason, v.Advice)
 			}
 		})
 	}

@@ -1,0 +1,120 @@
+package collector
+
+import (
+	"slices"
+	"time"
+
+	"github.com/executor-exporter/executor_exporter/internal/jvm"
+	"github.com/executor-exporter/executor_exporter/internal/oom"
+	"github.com/executor-exporter/executor_exporter/internal/statuspage"
+)
+
+// statusReporter is implemented by the collectors that have something for
+// the status page (docs/status-page.md). Each adds its part from what it
+// already holds in memory: the page reads no file, asks no metadata
+// service and runs nothing in the background. A collector that decides how
+// executors ended adds its recent exits here (Snapshot.Exits and
+// ExitsCounted).
+type statusReporter interface {
+	reportStatus(s *statuspage.Snapshot)
+}
+
+// Status assembles the status page's snapshot: the JVM tracker's last
+// sampling (never a new one), and what each enabled collector reports.
+// Version and MetricsPath are the caller's to fill in.
+func (ec *ExecutorCollector) Status() statuspage.Snapshot {
+	s := statuspage.Snapshot{Time: time.Now()}
+	if ec.deps != nil && ec.deps.tracker != nil {
+		view := ec.deps.tracker.Last()
+		s.JVMsSampled, s.JVMsDropped = view.Time, view.Dropped
+		s.JVMs = make([]statuspage.JVM, 0, len(view.JVMs))
+		for i := range view.JVMs {
+			s.JVMs = append(s.JVMs, statusJVM(&view.JVMs[i]))
+		}
+	}
+	for _, c := range ec.Collectors {
+		if r, ok := c.(statusReporter); ok {
+			r.reportStatus(&s)
+		}
+	}
+	return s
+}
+
+// statusJVM is a JVM's row. Strings are capped as label values are: they
+// come from the process's command line and environment.
+func statusJVM(j *jvm.JVM) statuspage.JVM {
+	out := statuspage.JVM{
+		Identity:  statusIdentity(j.PID, j.Role, j.AppID, j.ExecutorID),
+		MainClass: labelValue(j.MainClass),
+		Memory: statuspage.Memory{
+			HeapUsed: j.Stats.HeapUsed, HeapCommitted: j.Stats.HeapCommitted, HeapMax: j.Stats.HeapMax,
+			NonHeapUsed: j.Stats.NonHeapUsed, NonHeapCommitted: j.Stats.NonHeapCommitted,
+			RSSJVM: j.RSSJVM, RSSPython: j.RSSPython, RSSOther: j.RSSOther,
+		},
+	}
+	out.Pod = labelValue(j.Pod)
+	if j.HasCgroup {
+		out.ContainerLimit, out.ContainerUsage = j.Cgroup.Limit, j.Cgroup.Usage
+	}
+	return out
+}
+
+func statusIdentity(pid int, role, appID, executorID string) statuspage.Identity {
+	return statuspage.Identity{PID: pid, Role: labelValue(role), AppID: labelValue(appID), ExecutorID: labelValue(executorID)}
+}
+
+// maxRecentKills is how many kills the oom collector keeps for the page.
+const maxRecentKills = 20
+
+// recentKill is a kill as the oom collector attributed it, and when.
+type recentKill struct {
+	at time.Time
+	oom.Attribution
+}
+
+func (c *oomCollector) reportStatus(s *statuspage.Snapshot) {
+	s.KillsFollowed = c.follower.Err() == nil
+	c.mu.Lock()
+	recent := slices.Clone(c.recent)
+	c.mu.Unlock()
+	for i := len(recent) - 1; i >= 0; i-- {
+		s.Kills = append(s.Kills, statusKill(&recent[i]))
+	}
+}
+
+func statusKill(r *recentKill) statuspage.Kill {
+	k, v := r.Kill, r.Victim
+	out := statuspage.Kill{
+		Time: r.at, PID: k.PID, Task: labelValue(k.Task), Constraint: k.Constraint,
+		Cause: r.Verdict.Cause, Reason: r.Verdict.Reason, Advice: r.Verdict.Advice,
+		KilledAnonRSS: k.AnonRSSKiB << 10,
+	}
+	if r.Found {
+		id := statusIdentity(k.PID, v.Role, v.AppID, v.ExecutorID)
+		out.Victim = &id
+		out.LastSample = &statuspage.Sample{Time: v.SampledAt, Memory: statuspage.Memory{
+			HeapUsed: v.HeapUsed, HeapCommitted: v.HeapCommitted, HeapMax: v.HeapMax, NonHeapCommitted: v.NonHeapCommitted,
+			RSSJVM: v.RSSJVM, RSSPython: v.RSSPython, RSSOther: v.RSSOther,
+			ContainerLimit: v.CgroupLimit, ContainerUsage: v.CgroupUsage,
+		}}
+	}
+	return out
+}
+
+// reportStatus reads the refresher's cache, as Update does.
+func (c *cloudCollector) reportStatus(s *statuspage.Snapshot) {
+	snap := c.refresher.Snapshot()
+	if !snap.Refreshed {
+		return
+	}
+	i := snap.Instance
+	m := &statuspage.Machine{
+		Provider: i.Provider, Platform: i.Platform, InstanceType: i.InstanceType, Lifecycle: i.Lifecycle,
+		Region: i.Region, Zone: i.Zone, InstanceID: i.InstanceID, Node: i.Node, NodePool: i.NodePool,
+		Source: i.Source, LastRefresh: snap.LastSuccess,
+	}
+	for _, n := range snap.Notices {
+		m.Notices = append(m.Notices, statuspage.Notice{Event: n.Event, Pending: n.Pending, Time: n.Time})
+	}
+	s.Machine = m
+}
