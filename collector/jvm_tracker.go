@@ -34,6 +34,8 @@ type Dependencies struct {
 	tracker      *jvm.Tracker
 	trackerErr   error
 	trackerBuilt bool
+
+	exits *exitWitness // what the oom and cloud collectors see of JVMs' ends; see witness()
 }
 
 // NewDependencies returns dependencies that build the JVM tracker from cfg

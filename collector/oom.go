@@ -47,6 +47,7 @@ func init() {
 			Retention:     *oomRetention,
 			MaxSeries:     *oomMaxSeries,
 			NewSeriesHold: *oomNewSeriesHold,
+			Attributed:    deps.witness().Killed,
 		}, source, logger)
 	})
 }
@@ -59,6 +60,9 @@ type OOMConfig struct {
 	NewSeriesHold time.Duration // a new counter reads 0 at least this long (and one scrape)
 	// Follow tunes the reader; zero values take its defaults.
 	Follow oom.FollowConfig
+	// Attributed, when set, is told of each kill of a tracked JVM (the
+	// exits collector's judge, which counts it as that JVM's end).
+	Attributed func(pid int, at time.Time, cause string)
 }
 
 // oomSeries is one victim's kill counter.
@@ -228,6 +232,9 @@ func (c *oomCollector) recordKill(k oom.Kill) {
 	c.mu.Unlock()
 
 	c.logKill(a, now)
+	if a.Found && c.cfg.Attributed != nil {
+		c.cfg.Attributed(k.PID, now, a.Verdict.Cause)
+	}
 }
 
 // lookupVictim hands the attribution what the JVM tracker last read of pid.

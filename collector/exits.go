@@ -1,0 +1,300 @@
+package collector
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/executor-exporter/executor_exporter/internal/cloud"
+	"github.com/executor-exporter/executor_exporter/internal/exits"
+	"github.com/executor-exporter/executor_exporter/internal/jvm"
+	"github.com/executor-exporter/executor_exporter/internal/statuspage"
+)
+
+var (
+	exitsRetention = kingpin.Flag("exits.retention",
+		"How long an ended JVM's exit counter is exported after its end.").
+		Default("1h").Duration()
+	exitsMaxSeries = kingpin.Flag("exits.max-series",
+		"Most exit counters kept at once; the oldest is dropped beyond it (a cardinality guard).").
+		Default("500").Int()
+	exitsNewSeriesHold = kingpin.Flag("exits.new-series-hold",
+		"How long a new exit counter reads 0 at least, besides one scrape; set it to the scrape interval when several Prometheus servers scrape the exporter.").
+		Default("0s").Duration()
+)
+
+func init() {
+	registerCollector("exits", true, func(logger log.Logger, deps *Dependencies) (Collector, error) {
+		t, err := deps.JVMTracker()
+		if err != nil {
+			return nil, err
+		}
+		return newExitsCollector(ExitsConfig{
+			Retention:     *exitsRetention,
+			MaxSeries:     *exitsMaxSeries,
+			NewSeriesHold: *exitsNewSeriesHold,
+		}, t, deps.witness(), logger)
+	})
+}
+
+// ExitsConfig configures the exits collector.
+type ExitsConfig struct {
+	Retention     time.Duration // a counter is dropped this long after its last exit
+	MaxSeries     int           // most counters kept; the oldest goes first
+	NewSeriesHold time.Duration // a new counter reads 0 at least this long (and one scrape)
+}
+
+// interruptingEvents are the notices after which the cloud takes the
+// machine: a rebalance recommendation is only advice, and a maintenance
+// reboot ends the exporter too, so it never sees the JVMs go.
+var interruptingEvents = []string{cloud.EventSpotInterruption, cloud.EventPreemption, cloud.EventTermination}
+
+// exitWitness gathers what the other collectors see of a JVM's end — the
+// tracker's deaths, the oom collector's kills, the cloud collector's
+// notices — for the judge (internal/exits), and hands each decision to the
+// exits collector. Dependencies holds the one instance, so collectors
+// built in any order meet it.
+type exitWitness struct {
+	mu      sync.Mutex
+	judge   *exits.Judge[jvm.Sample]
+	notices func() []string // pending interrupting notices; nil without the cloud collector
+	sink    func([]exits.Decided[jvm.Sample])
+}
+
+// newExitWitness returns a witness with the judge's default delays.
+func newExitWitness() *exitWitness {
+	return &exitWitness{judge: exits.NewJudge[jvm.Sample](exits.DefaultConfig)}
+}
+
+// witness returns the dependencies' exit witness, built on first use.
+func (d *Dependencies) witness() *exitWitness {
+	if d.exits == nil {
+		d.exits = newExitWitness()
+	}
+	return d.exits
+}
+
+// Killed records a kernel OOM kill attributed to a tracked JVM.
+func (w *exitWitness) Killed(pid int, at time.Time, cause string) {
+	w.mu.Lock()
+	w.judge.Killed(exits.Kill{PID: pid, Received: at, Cause: cause})
+	w.mu.Unlock()
+	w.Decide(at)
+}
+
+// WatchNotices sets where pending interruption notices are read from.
+func (w *exitWitness) WatchNotices(f func() []string) {
+	w.mu.Lock()
+	w.notices = f
+	w.mu.Unlock()
+}
+
+// Gone takes the tracker's report of the JVMs found gone (the tracker's
+// OnExits hook: every scan) and decides what can be decided.
+func (w *exitWitness) Gone(now time.Time, gone []jvm.Exit) {
+	w.mu.Lock()
+	for _, e := range gone {
+		w.judge.Died(e.Death, e.Last)
+	}
+	w.mu.Unlock()
+	w.Decide(now)
+}
+
+// Decide looks at the notices and hands over the deaths that can be
+// decided at now.
+func (w *exitWitness) Decide(now time.Time) {
+	w.mu.Lock()
+	if w.notices != nil {
+		w.judge.Notices(now, w.notices())
+	}
+	var decided []exits.Decided[jvm.Sample]
+	if w.judge.Pending() > 0 {
+		decided = w.judge.Decide(now)
+	}
+	sink := w.sink
+	w.mu.Unlock()
+	if len(decided) > 0 && sink != nil {
+		sink(decided)
+	}
+}
+
+func (w *exitWitness) setSink(f func([]exits.Decided[jvm.Sample])) {
+	w.mu.Lock()
+	w.sink = f
+	w.mu.Unlock()
+}
+
+// pendingInterruptions returns a function listing the interrupting
+// notices the refresher's cache holds as pending.
+func pendingInterruptions(r *cloud.Refresher) func() []string {
+	return func() []string {
+		var events []string
+		for _, n := range r.Snapshot().Notices {
+			if n.Pending && slices.Contains(interruptingEvents, n.Event) {
+				events = append(events, n.Event)
+			}
+		}
+		return events
+	}
+}
+
+// exitSeries is one exit counter.
+type exitSeries struct {
+	labels   []string // identityLabels, then reason
+	exits    float64
+	born     time.Time // first exit
+	last     time.Time // last exit
+	shownAt0 bool      // a scrape has seen it at 0
+}
+
+// maxRecentExits is how many decisions the status page shows.
+const maxRecentExits = 20
+
+type exitsCollector struct {
+	cfg     ExitsConfig
+	witness *exitWitness
+	logger  log.Logger
+	now     func() time.Time
+
+	exitsDesc, dropped *prometheus.Desc
+
+	mu           sync.Mutex
+	series       map[string]*exitSeries
+	droppedTotal float64
+	recent       []statuspage.Exit // oldest first
+}
+
+// newExitsCollector counts the JVMs the tracker finds gone, by identity
+// and the reason the judge gives (docs/exits.md), from the tracker's next
+// scan on.
+func newExitsCollector(cfg ExitsConfig, tracker *jvm.Tracker, witness *exitWitness, logger log.Logger) (Collector, error) {
+	if cfg.MaxSeries <= 0 {
+		return nil, fmt.Errorf("exits max series must be positive")
+	}
+	if cfg.Retention <= 0 {
+		return nil, fmt.Errorf("exits retention must be positive")
+	}
+	c := &exitsCollector{
+		cfg:     cfg,
+		witness: witness,
+		logger:  logger,
+		now:     time.Now,
+		exitsDesc: prometheus.NewDesc(prometheus.BuildFQName(namespace, "jvm", "exits_total"),
+			"Tracked JVMs that ended since the exporter started, by identity and judged reason (oom_killed, heap_exhausted, interrupted, killed, exited, unknown; docs/exits.md). A new series reads 0 for one scrape before its first exit counts, so increase() sees it.",
+			append(append([]string{}, identityLabels...), "reason"), nil),
+		dropped: prometheus.NewDesc(prometheus.BuildFQName(namespace, "jvm", "exits_series_dropped_total"),
+			"Exit counters dropped before their retention because --exits.max-series was reached.", nil, nil),
+		series: map[string]*exitSeries{},
+	}
+	witness.setSink(c.record)
+	tracker.OnExits(witness.Gone)
+	return c, nil
+}
+
+func (c *exitsCollector) Update(ch chan<- prometheus.Metric) error {
+	now := c.now()
+	c.witness.Decide(now) // a death whose delay ran out since the last scan
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for key, s := range c.series {
+		if now.Sub(s.last) > c.cfg.Retention {
+			delete(c.series, key)
+			continue
+		}
+		value := s.exits
+		if !s.shownAt0 || now.Sub(s.born) < c.cfg.NewSeriesHold {
+			value = 0
+		}
+		s.shownAt0 = true
+		ch <- prometheus.MustNewConstMetric(c.exitsDesc, prometheus.CounterValue, value, s.labels...)
+	}
+	ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, c.droppedTotal)
+	return nil
+}
+
+// record counts decided deaths and logs each.
+func (c *exitsCollector) record(decided []exits.Decided[jvm.Sample]) {
+	now := c.now()
+	c.mu.Lock()
+	for _, d := range decided {
+		s := d.Payload
+		labels := []string{strconv.Itoa(s.PID), labelValue(s.Role), labelValue(s.AppID), labelValue(s.ExecutorID), d.Verdict.Reason}
+		key := strings.Join(labels, "\xff")
+		if series, ok := c.series[key]; ok {
+			series.exits++
+			series.last = now
+		} else {
+			if len(c.series) >= c.cfg.MaxSeries {
+				c.dropOldestLocked()
+			}
+			c.series[key] = &exitSeries{labels: labels, exits: 1, born: now, last: now}
+		}
+		if len(c.recent) == maxRecentExits {
+			c.recent = append(c.recent[:0], c.recent[1:]...)
+		}
+		c.recent = append(c.recent, statuspage.Exit{Time: d.At, Identity: statusIdentity(s.PID, s.Role, s.AppID, s.ExecutorID),
+			Reason: d.Verdict.Reason, Detail: d.Verdict.Evidence})
+	}
+	c.mu.Unlock()
+	for _, d := range decided {
+		c.logExit(d)
+	}
+}
+
+func (c *exitsCollector) dropOldestLocked() {
+	var oldestKey string
+	var oldest time.Time
+	for key, s := range c.series {
+		if oldestKey == "" || s.last.Before(oldest) {
+			oldestKey, oldest = key, s.last
+		}
+	}
+	delete(c.series, oldestKey)
+	c.droppedTotal++
+}
+
+// logExit writes the one line about a JVM's end: who, the reason, the
+// evidence, and what it looked like last.
+func (c *exitsCollector) logExit(d exits.Decided[jvm.Sample]) {
+	s, v := d.Payload, d.Verdict
+	who := fmt.Sprintf("JVM pid %d", s.PID)
+	switch s.Role {
+	case jvm.RoleExecutor:
+		who = fmt.Sprintf("Spark executor %s of %s (pid %d)", s.ExecutorID, s.AppID, s.PID)
+	case jvm.RoleDriver:
+		who = fmt.Sprintf("Spark driver of %s (pid %d)", s.AppID, s.PID)
+	}
+	lvl := level.Warn
+	if v.Reason == exits.ReasonExited {
+		lvl = level.Info
+	}
+	lvl(c.logger).Log(
+		"msg", fmt.Sprintf("JVM ended: %s, reason %s: %s", who, v.Reason, v.Evidence),
+		"pid", s.PID, "role", s.Role, "app_id", s.AppID, "executor_id", s.ExecutorID, "reason", v.Reason,
+		"hsperfdata_file", d.Death.File.String(),
+		"last_alive", d.Death.LastAlive.UTC().Format(time.RFC3339Nano),
+		"noticed_after_seconds", fmt.Sprintf("%.1f", d.Death.Noticed.Sub(d.Death.LastAlive).Seconds()),
+		"heap_used_mib", mibOf(d.Death.Heap.Used), "heap_max_mib", mibOf(d.Death.Heap.Max),
+		"rss_jvm_mib", mibOf(s.RSSJVM), "rss_python_mib", mibOf(s.RSSPython), "rss_other_mib", mibOf(s.RSSOther),
+		"cgroup", s.CgroupPath, "cgroup_limit_mib", mibOf(s.CgroupLimit), "cgroup_usage_mib", mibOf(s.CgroupUsage),
+	)
+}
+
+// reportStatus adds the recent exits, newest first, to the status page.
+func (c *exitsCollector) reportStatus(s *statuspage.Snapshot) {
+	c.mu.Lock()
+	recent := slices.Clone(c.recent)
+	c.mu.Unlock()
+	s.ExitsCounted = true
+	for i := len(recent) - 1; i >= 0; i-- {
+		s.Exits = append(s.Exits, recent[i])
+	}
+}
