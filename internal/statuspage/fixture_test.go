@@ -53,6 +53,12 @@ func fixture() Snapshot {
 			},
 			{Identity: Identity{PID: 1200, Role: "jvm"}, MainClass: "com.example.Sidecar"},
 		},
+		ExitsCounted: true,
+		Exits: []Exit{{
+			Time:     fixtureTime.Add(-3 * time.Minute),
+			Identity: Identity{PID: 4001, Role: "executor", AppID: "spark-4f2a", ExecutorID: "1", Namespace: "etl", Pod: "etl-exec-1"},
+			Reason:   "oom_killed", Detail: "kernel OOM kill (cause heap) read 300ms after the JVM was last seen alive",
+		}},
 		KillsFollowed: true,
 		Kills: []Kill{
 			{

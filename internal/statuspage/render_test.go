@@ -79,7 +79,7 @@ func TestRenderFacts(t *testing.T) {
 		`<div class="advice">lower -Xmx (spark.executor.memory) or raise the limit</div>`,
 		`<dt>sampled</dt><dd>1.5s before the kill was read</dd>`,
 		`process 777 (python3)`,
-		`Executor exits are not counted by this exporter.`,
+		`<td>Spark executor 1 of spark-4f2a (pid 4001) in etl/etl-exec-1</td><td class="exit-reason">oom_killed</td>`,
 		`<a href="/metrics">Metrics</a>`,
 		`<span id="version">1.2.0 (branch: main, revision: abc)</span>`,
 	} {
@@ -108,6 +108,7 @@ func TestRenderEmpty(t *testing.T) {
 		"Not known yet",
 		"the JVMs have not been sampled yet",
 		"The kernel log is not followed",
+		"Executor exits are not counted by this exporter.",
 		`0 JVMs, 0 of them past their container limit; 0 recent OOM kills`,
 	} {
 		if !strings.Contains(b.String(), want) {
