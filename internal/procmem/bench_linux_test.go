@@ -8,8 +8,11 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/prometheus/procfs"
+
+	"github.com/executor-exporter/executor_exporter/internal/testenv"
 )
 
 // BenchmarkNewProcessTableRealProc scans this machine's /proc as it is, and
@@ -35,18 +38,125 @@ func BenchmarkNewProcessTableRealProc(b *testing.B) {
 	}
 	b.Run("as-is", run)
 	b.Run("plus-500-sleepers", func(b *testing.B) {
-		for range 500 {
-			cmd := exec.Command("sleep", "600")
-			if err := cmd.Start(); err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() {
-				_ = cmd.Process.Signal(syscall.SIGKILL)
-				_ = cmd.Wait()
-			})
-		}
+		startSleepers(b, 500)
 		run(b)
 	})
+}
+
+// BenchmarkScan is one scan's process reading as the tracker does it: the
+// table, then the tree of one process (this one) — by reading every
+// process (NewProcessTable, procfs) or with a ProcessWatch (what changed
+// and the tree). cpu-ns/op is the CPU the process spent, kernel included.
+func BenchmarkScan(b *testing.B) {
+	fs, err := procfs.NewFS("/proc")
+	if err != nil {
+		b.Fatal(err)
+	}
+	self := os.Getpid()
+	run := func(b *testing.B) {
+		b.Run("table", func(b *testing.B) {
+			b.ReportAllocs()
+			reportCPU := testenv.CPUPerOp(b, syscall.RUSAGE_SELF)
+			for b.Loop() {
+				table, err := NewProcessTable(fs)
+				if err != nil {
+					b.Fatal(err)
+				}
+				table.TreeRSS(self)
+			}
+			reportCPU()
+		})
+		b.Run("watch", func(b *testing.B) {
+			w, err := NewProcessWatch("/proc")
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := w.Scan(time.Now()); err != nil {
+				b.Fatal(err)
+			}
+			// Far enough from the first scan that nothing is young, never
+			// as far as the refresh.
+			now := time.Now().Add(youngFor)
+			reads := w.Reads
+			b.ReportAllocs()
+			reportCPU := testenv.CPUPerOp(b, syscall.RUSAGE_SELF)
+			for b.Loop() {
+				table, err := w.Scan(now)
+				if err != nil {
+					b.Fatal(err)
+				}
+				table.TreeRSS(self)
+			}
+			reportCPU()
+			b.ReportMetric(float64(w.Reads-reads)/float64(b.N), "stat-reads/op")
+		})
+	}
+	b.Run("as-is", run)
+	b.Run("plus-500-sleepers", func(b *testing.B) {
+		startSleepers(b, 500)
+		run(b)
+	})
+}
+
+// BenchmarkParseStat reads and parses this process's stat: procfs's
+// Proc.Stat against the watch's fast path.
+func BenchmarkParseStat(b *testing.B) {
+	fs, err := procfs.NewFS("/proc")
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := fs.Proc(os.Getpid())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("procfs", func(b *testing.B) {
+		b.ReportAllocs()
+		reportCPU := testenv.CPUPerOp(b, syscall.RUSAGE_SELF)
+		for b.Loop() {
+			if _, err := p.Stat(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		reportCPU()
+	})
+	b.Run("fast", func(b *testing.B) {
+		w, err := NewProcessWatch("/proc")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		reportCPU := testenv.CPUPerOp(b, syscall.RUSAGE_SELF)
+		for b.Loop() {
+			if _, ok := w.read(p.PID); !ok {
+				b.Fatal("no stat")
+			}
+		}
+		reportCPU()
+	})
+}
+
+// startSleepers starts n sleeping processes, as on a busy node, until the
+// benchmark ends. They are a shell's children, not this process's: the
+// benchmarks measure this process's tree.
+func startSleepers(b *testing.B, n int) {
+	b.Helper()
+	// The subshell outlives the shell and goes to init with its sleepers.
+	cmd := exec.Command("sh", "-c", fmt.Sprintf("(for i in $(seq %d); do sleep 600 & done; wait) >/dev/null & echo ready", n))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	if _, err := out.Read(make([]byte, 6)); err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // BenchmarkNewProcessTableFixture scans a fake /proc of n processes: the

@@ -1,7 +1,3 @@
-// Package procmem measures memory from outside a process: the resident memory
-// of a process tree split by kind (JVM, Python, other), as Spark's
-// ProcfsMetricsGetter does for PySpark, and the memory cgroup that holds a
-// process (cgroup v1 and v2). It reads only; it never writes to /proc or /sys.
 package procmem
 
 import (
@@ -38,14 +34,25 @@ type Process struct {
 	KernelThread bool
 }
 
-// ProcessTable is one pass over /proc: for every pid its ppid, comm, RSS bytes
-// and start time. It is immutable once built and safe for concurrent use.
+// ProcessTable is the processes of one scan: for every pid its ppid, comm,
+// RSS bytes and start time.
+//
+// NewProcessTable reads every process once, with procfs; that table is
+// immutable and safe for concurrent use. ProcessWatch.Scan lists every
+// process but reads only what changed, and the rest when asked for
+// (Process, TreeRSS); that table belongs to the scan that made it and is
+// not safe for concurrent use.
 type ProcessTable struct {
-	procs    map[int]Process
-	children map[int][]int
+	procs    map[int]Process // every process (NewProcessTable); read in this scan (a watch's)
+	children map[int][]int   // a watch's: built on first use from what the watch knows
 	// handles keeps the procfs handle of every pid so that the executable
 	// can be looked up later without another stat of /proc/<pid>.
 	handles map[int]procfs.Proc
+
+	w       *ProcessWatch // nil for a table of NewProcessTable
+	pids    []int         // listed in this scan, ascending
+	recheck map[int]bool  // read in this scan because new, young or due
+	gone    map[int]bool  // listed, but its stat could not be read
 }
 
 // NewProcessTable scans every process under fs once. Processes that exit
@@ -117,6 +124,9 @@ func bootTime(fs procfs.FS) (time.Time, error) {
 
 // PIDs returns the pids in the table in ascending order.
 func (t *ProcessTable) PIDs() []int {
+	if t.w != nil {
+		return slices.DeleteFunc(slices.Clone(t.pids), func(pid int) bool { return t.gone[pid] })
+	}
 	pids := make([]int, 0, len(t.procs))
 	for pid := range t.procs {
 		pids = append(pids, pid)
@@ -126,15 +136,72 @@ func (t *ProcessTable) PIDs() []int {
 }
 
 // Process returns the process with this pid, if it was seen in the scan.
+// A watch's table reads the pid's stat on the first call in the scan.
 func (t *ProcessTable) Process(pid int) (Process, bool) {
-	p, ok := t.procs[pid]
-	return p, ok
+	if p, ok := t.procs[pid]; ok || t.w == nil {
+		return p, ok
+	}
+	if e := t.w.known[pid]; e == nil || e.gen != t.w.gen || t.gone[pid] {
+		return Process{}, false // not listed in this scan
+	}
+	p, ok := t.w.read(pid)
+	if !ok {
+		t.gone[pid] = true
+		return Process{}, false
+	}
+	t.procs[pid] = p
+	return p, true
+}
+
+// Seen returns what is known of pid without reading anything: for a
+// watch's table, the last read of it, which may be up to refreshEvery old
+// for a process that is neither young nor asked for (its RSS then too).
+// It is for filters over every process (kernel threads, command names),
+// followed by Process for the few that pass.
+func (t *ProcessTable) Seen(pid int) (Process, bool) {
+	if p, ok := t.procs[pid]; ok || t.w == nil {
+		return p, ok
+	}
+	if e := t.w.known[pid]; e != nil && e.gen == t.w.gen && e.ok && !t.gone[pid] {
+		return e.p, true
+	}
+	return Process{}, false
+}
+
+// Recheck reports whether pid was read in this scan because it is new,
+// young or due for the periodic refresh: what a caller caches about a pid
+// (its root, its namespaces) is worth looking at again exactly then.
+// Every pid of NewProcessTable's table is.
+func (t *ProcessTable) Recheck(pid int) bool {
+	if t.w == nil {
+		_, ok := t.procs[pid]
+		return ok
+	}
+	return t.recheck[pid]
 }
 
 // Children returns the direct children of pid seen in the scan, in no
-// particular order.
+// particular order. For a watch's table they are what the watch last read
+// (see Seen).
 func (t *ProcessTable) Children(pid int) []int {
+	t.buildChildren()
 	return slices.Clone(t.children[pid])
+}
+
+// buildChildren indexes a watch's processes by parent. Parents change only
+// when a process is re-parented after its parent's exit, to an ancestor or
+// a subreaper, never into a JVM's tree; the members of a tree are read
+// again by TreeRSS, which drops those that left it.
+func (t *ProcessTable) buildChildren() {
+	if t.w == nil || t.children != nil {
+		return
+	}
+	t.children = make(map[int][]int, len(t.pids)/4)
+	for _, pid := range t.pids {
+		if p, ok := t.Seen(pid); ok && p.PPID != pid {
+			t.children[p.PPID] = append(t.children[p.PPID], pid)
+		}
+	}
 }
 
 // TreeRSS is the resident memory of a process tree by kind of process.
@@ -150,17 +217,24 @@ func (r TreeRSS) Total() uint64 { return r.JVM + r.Python + r.Other }
 // RSS counts shared pages in every process that maps them, so the sum can
 // exceed what the tree really costs (forked PySpark workers share pages with
 // their daemon); Spark's own ProcessTree metrics have the same bias.
+//
+// A watch's table walks the tree from what the watch knows and reads the
+// stat of every member now: the cost is the tree's, not the machine's.
 func (t *ProcessTable) TreeRSS(pid int) TreeRSS {
 	var sum TreeRSS
-	if _, ok := t.procs[pid]; !ok {
+	if _, ok := t.Process(pid); !ok {
 		return sum
 	}
+	t.buildChildren()
 	seen := map[int]bool{pid: true}
 	stack := []int{pid}
 	for len(stack) > 0 {
 		cur := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		p := t.procs[cur]
+		p, ok := t.Process(cur)
+		if !ok || (cur != pid && !seen[p.PPID]) {
+			continue // exited, or re-parented out of the tree since last read
+		}
 		switch t.kindOf(p) {
 		case kindJVM:
 			sum.JVM += p.RSS
@@ -195,6 +269,9 @@ const (
 func (t *ProcessTable) kindOf(p Process) processKind {
 	if k := classifyName(p.Comm); k != kindOther {
 		return k
+	}
+	if t.w != nil {
+		return t.w.exeKind(p)
 	}
 	h, ok := t.handles[p.PID]
 	if !ok {

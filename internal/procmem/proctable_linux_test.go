@@ -24,8 +24,28 @@ func fixtureTable(t *testing.T) *ProcessTable {
 	return table
 }
 
+// fixtureTables are the fixture read by procfs (NewProcessTable) and by a
+// ProcessWatch's first scan: the two must agree on everything.
+func fixtureTables(t *testing.T) map[string]*ProcessTable {
+	t.Helper()
+	w, err := NewProcessWatch("testdata/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	watched, err := w.Scan(time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string]*ProcessTable{"procfs": fixtureTable(t), "watch": watched}
+}
+
 func TestProcessTableFixture(t *testing.T) {
-	table := fixtureTable(t)
+	for name, table := range fixtureTables(t) {
+		t.Run(name, func(t *testing.T) { testProcessTableFixture(t, table) })
+	}
+}
+
+func testProcessTableFixture(t *testing.T, table *ProcessTable) {
 	page := uint64(os.Getpagesize())
 
 	// 201 has an unparsable stat and 300 vanished (no stat): both left out.
@@ -58,7 +78,12 @@ func TestProcessTableFixture(t *testing.T) {
 }
 
 func TestTreeRSSFixture(t *testing.T) {
-	table := fixtureTable(t)
+	for name, table := range fixtureTables(t) {
+		t.Run(name, func(t *testing.T) { testTreeRSSFixture(t, table) })
+	}
+}
+
+func testTreeRSSFixture(t *testing.T, table *ProcessTable) {
 	page := uint64(os.Getpagesize())
 	for _, tc := range []struct {
 		name string

@@ -1,0 +1,265 @@
+package procmem
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/procfs"
+	"golang.org/x/sys/unix"
+)
+
+// A process's stat is read again on every scan while it is young, so that
+// an exec (a launcher script becoming java) or a container runtime's
+// pivot_root right after the fork is seen; and every refreshEvery for all
+// processes, a safety net for whatever changes later in a process's life.
+const (
+	youngFor     = 30 * time.Second
+	refreshEvery = 5 * time.Minute
+)
+
+// ProcessWatch follows the processes under a procfs mount from one scan to
+// the next, so that a scan costs what changed and what is asked about
+// (the JVMs and their trees) instead of a read of every process: a process
+// table that reads every stat file costs ~10 µs per process, JVM or not,
+// and a busy Kubernetes node has hundreds of processes that are not JVMs.
+//
+// Every scan lists /proc once (getdents: the pid and the inode number of
+// its directory, which changes when a pid is reused) and reads the stat of
+// new processes and those started less than youngFor ago; everything else is read when asked for
+// (ProcessTable.Process, TreeRSS). A ProcessWatch is not safe for
+// concurrent use; the tables it makes are used within one scan.
+type ProcessWatch struct {
+	procPath string
+	dir      *os.File // procPath, held open for the *at calls
+	boot     time.Time
+	page     uint64
+	known    map[int]*watched
+	gen      uint64 // scan number: entries not listed in this scan are gone
+	lastFull time.Time
+	statBuf  []byte
+	dentBuf  []byte
+	// Reads counts stat files read, for tests and benchmarks.
+	Reads uint64
+}
+
+// watched is what the watch keeps about one pid.
+type watched struct {
+	ino uint64  // inode number of /proc/<pid>
+	gen uint64  // last scan that listed it
+	p   Process // as last read
+	ok  bool    // p holds a successful read
+	// exeKind is the kind from the executable's link, valid while the
+	// command name is still exeComm.
+	exeKind processKind
+	exeComm string
+	exeDone bool
+}
+
+// NewProcessWatch opens procPath and reads its boot time.
+func NewProcessWatch(procPath string) (*ProcessWatch, error) {
+	fs, err := procfs.NewFS(procPath)
+	if err != nil {
+		return nil, fmt.Errorf("open procfs: %w", err)
+	}
+	boot, err := bootTime(fs)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.Open(procPath)
+	if err != nil {
+		return nil, fmt.Errorf("listing processes: %w", err)
+	}
+	return &ProcessWatch{
+		procPath: procPath,
+		dir:      dir,
+		boot:     boot,
+		page:     uint64(os.Getpagesize()),
+		known:    map[int]*watched{},
+		statBuf:  make([]byte, 1024),
+		dentBuf:  make([]byte, 32<<10),
+	}, nil
+}
+
+// Scan lists the processes now and returns the table of this scan. It fails
+// only when procPath cannot be listed.
+func (w *ProcessWatch) Scan(now time.Time) (*ProcessTable, error) {
+	w.gen++
+	full := now.Sub(w.lastFull) >= refreshEvery
+	if full {
+		w.lastFull = now
+	}
+	t := &ProcessTable{w: w, procs: map[int]Process{}, recheck: map[int]bool{}, gone: map[int]bool{}}
+	err := w.list(func(pid int, ino uint64) {
+		e := w.known[pid]
+		if e == nil || e.ino != ino {
+			e = &watched{ino: ino}
+			w.known[pid] = e
+		}
+		e.gen = w.gen
+		t.pids = append(t.pids, pid)
+		if full || !e.ok || now.Sub(e.p.StartTime) < youngFor {
+			t.recheck[pid] = true
+			t.Process(pid)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	for pid, e := range w.known {
+		if e.gen != w.gen {
+			delete(w.known, pid)
+		}
+	}
+	// /proc lists pids in ascending order; the sort is for other procfs
+	// implementations and costs nothing on a sorted slice.
+	slices.Sort(t.pids)
+	return t, nil
+}
+
+// list calls f for every pid directory under procPath with its inode
+// number, which getdents(2) gives without a stat per directory.
+func (w *ProcessWatch) list(f func(pid int, ino uint64)) error {
+	fd, err := unix.Openat(int(w.dir.Fd()), ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("listing processes: %w", err)
+	}
+	defer unix.Close(fd)
+	for {
+		n, err := unix.Getdents(fd, w.dentBuf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("listing processes: %w", err)
+		}
+		if n <= 0 {
+			return nil
+		}
+		forEachDirent(w.dentBuf[:n], func(name []byte, ino uint64) {
+			if pid, ok := parsePID(name); ok {
+				f(pid, ino)
+			}
+		})
+	}
+}
+
+// forEachDirent walks the linux_dirent64 records of a getdents(2) buffer:
+// d_ino (8 bytes), d_off (8), d_reclen (2), d_type (1), then the name,
+// NUL-terminated.
+func forEachDirent(buf []byte, f func(name []byte, ino uint64)) {
+	for len(buf) >= 19 {
+		reclen := int(binary.NativeEndian.Uint16(buf[16:18]))
+		if reclen < 19 || reclen > len(buf) {
+			return
+		}
+		name := buf[19:reclen]
+		for i, c := range name {
+			if c == 0 {
+				name = name[:i]
+				break
+			}
+		}
+		f(name, binary.NativeEndian.Uint64(buf[0:8]))
+		buf = buf[reclen:]
+	}
+}
+
+// parsePID accepts the canonical decimal form of a positive pid only.
+func parsePID(b []byte) (int, bool) {
+	if len(b) == 0 || len(b) > 10 || b[0] == '0' {
+		return 0, false
+	}
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, n <= 1<<31-1
+}
+
+// read reads pid's stat now and updates what the watch knows of it.
+func (w *ProcessWatch) read(pid int) (Process, bool) {
+	w.Reads++
+	data, buf, err := readStatAt(int(w.dir.Fd()), strconv.Itoa(pid)+"/stat", w.statBuf)
+	w.statBuf = buf
+	if err != nil {
+		return Process{}, false
+	}
+	st, err := parseStat(data)
+	if err != nil {
+		return Process{}, false
+	}
+	p := Process{
+		PID:          pid,
+		PPID:         st.PPID,
+		Comm:         st.Comm,
+		RSS:          st.RSSPages * w.page,
+		StartTime:    w.boot.Add(time.Duration(st.StartTicks) * (time.Second / userHZ)),
+		KernelThread: st.Flags&pfKthread != 0,
+	}
+	if e := w.known[pid]; e != nil {
+		if e.ok && !e.p.StartTime.Equal(p.StartTime) {
+			// Another process under the same pid and inode: start afresh.
+			*e = watched{ino: e.ino, gen: e.gen}
+		}
+		e.p, e.ok = p, true
+	}
+	return p, true
+}
+
+// exeKind classifies pid by its executable's basename, once per process
+// and command name (the link is read, never followed).
+func (w *ProcessWatch) exeKind(p Process) processKind {
+	e := w.known[p.PID]
+	if e != nil && e.exeDone && e.exeComm == p.Comm {
+		return e.exeKind
+	}
+	kind := kindOther
+	if exe, err := os.Readlink(path.Join(w.procPath, strconv.Itoa(p.PID), "exe")); err == nil {
+		kind = classifyName(path.Base(strings.TrimSuffix(exe, " (deleted)")))
+	}
+	if e != nil {
+		e.exeKind, e.exeComm, e.exeDone = kind, p.Comm, true
+	}
+	return kind
+}
+
+// readStatAt reads a small procfs file beneath dirfd into buf, growing it
+// when the file does not fit, and returns the data and the buffer to reuse.
+// O_NOFOLLOW: a pid directory is never a symlink.
+func readStatAt(dirfd int, name string, buf []byte) (data, reuse []byte, err error) {
+	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, buf, err
+	}
+	defer unix.Close(fd)
+	n := 0
+	for {
+		m, err := unix.Read(fd, buf[n:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, buf, err
+		}
+		if m == 0 {
+			return buf[:n], buf, nil
+		}
+		n += m
+		if n == len(buf) {
+			if len(buf) >= 64<<10 {
+				return nil, buf, errors.New("stat file larger than 64 KiB")
+			}
+			buf = append(buf, make([]byte, len(buf))...)
+		}
+	}
+}

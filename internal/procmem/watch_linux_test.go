@@ -1,0 +1,225 @@
+package procmem
+
+import (
+	"encoding/binary"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// A fake /proc whose processes all started at boot (btime 1700000000),
+// long before the scans below.
+func writeWatchFixture(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	mustWrite(t, dir+"/stat", "btime 1700000000\n")
+	for _, p := range []struct {
+		pid, ppid int
+		comm      string
+	}{{1, 0, "init"}, {10, 1, "java"}, {11, 10, "python3"}, {12, 11, "python3"}, {20, 1, "sleep"}, {21, 1, "sleep"}} {
+		mustWrite(t, filepath.Join(dir, strconv.Itoa(p.pid), "stat"), fakeStat(p.pid, p.comm, p.ppid, 100, 10))
+	}
+	return dir
+}
+
+func TestWatchReadsWhatChanged(t *testing.T) {
+	dir := writeWatchFixture(t)
+	w, err := NewProcessWatch(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot := time.Unix(1700000000, 0)
+	now := boot.Add(time.Hour)
+	scan := func(now time.Time) *ProcessTable {
+		t.Helper()
+		table, err := w.Scan(now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return table
+	}
+	reads := func(want uint64, what string) {
+		t.Helper()
+		if w.Reads != want {
+			t.Fatalf("%s: %d stat reads in all, want %d", what, w.Reads, want)
+		}
+	}
+
+	table := scan(now)
+	reads(6, "first scan reads every process")
+	if got := table.PIDs(); !slices.Equal(got, []int{1, 10, 11, 12, 20, 21}) {
+		t.Fatalf("PIDs() = %v", got)
+	}
+
+	table = scan(now.Add(5 * time.Second))
+	reads(6, "second scan reads nothing")
+	if p, ok := table.Seen(20); !ok || p.Comm != "sleep" || table.Recheck(20) {
+		t.Errorf("Seen(20) = %+v, %v, recheck %v: want the last read, no recheck", p, ok, table.Recheck(20))
+	}
+	page := uint64(os.Getpagesize())
+	if got, want := table.TreeRSS(10), (TreeRSS{JVM: 10 * page, Python: 20 * page}); got != want {
+		t.Errorf("TreeRSS(10) = %+v, want %+v", got, want)
+	}
+	reads(9, "TreeRSS reads the tree (3 processes), not the machine")
+	table.Process(10)
+	reads(9, "a process read in this scan is not read again")
+
+	// A new process, a pid reused by another process (new directory, new
+	// inode), a process gone, and one that left the tree.
+	mustWrite(t, dir+"/13/stat", fakeStat(13, "python3", 10, 100, 5))
+	// Made before the old one goes, so that the file system cannot hand
+	// out the old inode number again (procfs never does).
+	mustWrite(t, dir+"/21.new/stat", fakeStat(21, "java", 1, 200, 7))
+	if err := os.RemoveAll(dir + "/21"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(dir+"/21.new", dir+"/21"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(dir + "/20"); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, dir+"/12/stat", fakeStat(12, "python3", 1, 100, 10)) // re-parented to init
+	table = scan(now.Add(10 * time.Second))
+	reads(11, "the new process and the reused pid are read")
+	if !table.Recheck(13) || !table.Recheck(21) || table.Recheck(1) {
+		t.Errorf("recheck 13 %v, 21 %v, 1 %v: want true, true, false", table.Recheck(13), table.Recheck(21), table.Recheck(1))
+	}
+	if p, ok := table.Seen(21); !ok || p.Comm != "java" {
+		t.Errorf("reused pid 21: %+v, %v; want the new java", p, ok)
+	}
+	if _, ok := table.Process(20); ok {
+		t.Error("pid 20 is gone but Process found it")
+	}
+	if got, want := table.TreeRSS(10), (TreeRSS{JVM: 10 * page, Python: 15 * page}); got != want {
+		t.Errorf("TreeRSS(10) after the changes = %+v, want %+v (13 joined, 12 left)", got, want)
+	}
+
+	// A process started just now is read on every scan while young: an
+	// exec changes its command name.
+	young := boot.Add(time.Hour + 14*time.Second)
+	mustWrite(t, dir+"/30/stat", fakeStat(30, "bash", 1, uint64(young.Sub(boot)/(time.Second/userHZ)), 1))
+	scan(now.Add(15 * time.Second))
+	mustWrite(t, dir+"/30/stat", fakeStat(30, "java", 1, uint64(young.Sub(boot)/(time.Second/userHZ)), 1))
+	before := w.Reads
+	table = scan(now.Add(20 * time.Second))
+	if p, _ := table.Seen(30); p.Comm != "java" || w.Reads != before+1 {
+		t.Errorf("young process after exec: %+v after %d reads; want java after 1", p, w.Reads-before)
+	}
+	before = w.Reads
+	scan(now.Add(time.Minute))
+	if w.Reads != before {
+		t.Errorf("%d reads once nothing is young", w.Reads-before)
+	}
+	before = w.Reads
+	scan(now.Add(refreshEvery + time.Minute))
+	if got := w.Reads - before; got != 7 {
+		t.Errorf("refresh: %d reads, want every process (7)", got)
+	}
+}
+
+// The watch's parser is a fast path beside procfs's: on every process of
+// this machine it must say what procfs says.
+func TestWatchAgreesWithProcfsLive(t *testing.T) {
+	w, err := NewProcessWatch("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	watched, err := w.Scan(time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := liveTable(t)
+	compared := 0
+	for _, pid := range ref.PIDs() {
+		want, _ := ref.Process(pid)
+		got, ok := watched.Process(pid)
+		if !ok {
+			continue // exited between the two reads
+		}
+		if got.PPID != want.PPID || got.Comm != want.Comm || !got.StartTime.Equal(want.StartTime) || got.KernelThread != want.KernelThread {
+			t.Errorf("pid %d: watch %+v, procfs %+v", pid, got, want)
+		}
+		compared++
+	}
+	if compared < 2 {
+		t.Fatalf("compared %d processes", compared)
+	}
+}
+
+// A child started after a scan is in the next scan's tree; a child that
+// exited is not. The test process is the root.
+func TestWatchTreeFollowsChildrenLive(t *testing.T) {
+	requireLive(t, false, "python3")
+	w, err := NewProcessWatch("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := os.Getpid()
+	scan := func() TreeRSS {
+		t.Helper()
+		table, err := w.Scan(time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return table.TreeRSS(root)
+	}
+	if got := scan(); got.Python != 0 {
+		t.Fatalf("before the child: %+v, want no python", got)
+	}
+	child := exec.Command("python3", "-c", holdPython(20))
+	startUntilReady(t, child)
+	if got := scan(); got.Python < 20<<20 {
+		t.Errorf("with the child: %+v, want >= 20 MiB of python", got)
+	}
+	_ = child.Process.Kill()
+	deadline := time.Now().Add(30 * time.Second) // bounds a hang only
+	for {
+		got := scan()
+		if got.Python == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("child killed: still in the tree: %+v", got)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestForEachDirent(t *testing.T) {
+	var buf []byte
+	add := func(name string, ino uint64) {
+		reclen := (19 + len(name) + 1 + 7) &^ 7
+		rec := make([]byte, reclen)
+		binary.NativeEndian.PutUint64(rec[0:], ino)
+		binary.NativeEndian.PutUint16(rec[16:], uint16(reclen))
+		copy(rec[19:], name)
+		buf = append(buf, rec...)
+	}
+	add(".", 1)
+	add("42", 1000)
+	add("self", 2)
+	add("007", 3)
+	add("4294967296", 4)
+	add("2147483647", 5)
+	var got []int
+	forEachDirent(buf, func(name []byte, ino uint64) {
+		if pid, ok := parsePID(name); ok {
+			got = append(got, pid, int(ino))
+		}
+	})
+	if want := []int{42, 1000, 2147483647, 5}; !slices.Equal(got, want) {
+		t.Errorf("pids and inodes = %v, want %v", got, want)
+	}
+	// A truncated or corrupt buffer ends the walk; it never panics.
+	for n := range buf {
+		forEachDirent(buf[:n], func([]byte, uint64) {})
+	}
+	bad := slices.Clone(buf)
+	binary.NativeEndian.PutUint16(bad[16:], 3)
+	forEachDirent(bad, func([]byte, uint64) { t.Error("record with a reclen below the header") })
+}
