@@ -92,7 +92,7 @@ func (f *Follower) Stop() {
 	default:
 		close(f.stop)
 		if f.file != nil {
-			f.file.Close() // unblocks a pending read
+			_ = f.file.Close() // unblocks a pending read; read-only, nothing to lose
 		}
 	}
 	f.mu.Unlock()
@@ -158,7 +158,7 @@ func (f *Follower) followOnce() error {
 	f.mu.Lock()
 	if f.stopped() {
 		f.mu.Unlock()
-		src.r.Close()
+		_ = src.r.Close()
 		return nil
 	}
 	f.file = src.r
@@ -167,7 +167,7 @@ func (f *Follower) followOnce() error {
 		f.mu.Lock()
 		f.file = nil
 		f.mu.Unlock()
-		src.r.Close()
+		_ = src.r.Close()
 	}()
 	// Open and at the end: reading works again even if the log stays
 	// quiet for hours.
