@@ -42,6 +42,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 	testenv.RequireRoot(t)
 	requireKmsg(t)
 	testjvm.RequireJava(t)
+	testjvm.Classpath(t) // javac is a JVM too: compile before the exporter watches
 	chromium := testenv.RequireTool(t, "chromium")
 
 	imds := cloudtest.NewAWS(t, cloudtest.AWSOptions{})
