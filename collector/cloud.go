@@ -35,8 +35,8 @@ var (
 )
 
 func init() {
-	registerCollector("cloud", true, func(logger log.Logger, _ *Dependencies) (Collector, error) {
-		return NewCloudCollector(cloud.Config{
+	registerCollector("cloud", true, func(logger log.Logger, deps *Dependencies) (Collector, error) {
+		c, err := NewCloudCollector(cloud.Config{
 			Provider:         *cloudProvider,
 			SysFS:            FlagPaths().SysFS,
 			AWSMetadataURL:   *cloudAWSMetadataURL,
@@ -51,8 +51,19 @@ func init() {
 				TokenFile:      cloud.DefaultKubernetesTokenFile,
 				CAFile:         cloud.DefaultKubernetesCAFile,
 				LabelAllowlist: cloudSplitList(*cloudKubernetesNodeLabels),
+				Pods:           podsConfigFromFlags(),
 			},
 		}, logger)
+		if err != nil {
+			return nil, err
+		}
+		// The pods this refresher lists name the jvm collector's JVMs.
+		if r := c.(*cloudCollector).refresher; r.PodsEnabled() {
+			deps.pods = r
+		}
+		// An executor that ends while a notice is pending was interrupted.
+		deps.witness().WatchNotices(pendingInterruptions(c.(*cloudCollector).refresher))
+		return c, nil
 	})
 }
 

@@ -6,6 +6,7 @@ import (
 	"github.com/go-kit/log"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/executor-exporter/executor_exporter/internal/cloud"
 	"github.com/executor-exporter/executor_exporter/internal/jvm"
 	"github.com/executor-exporter/executor_exporter/internal/labelvalue"
 )
@@ -16,7 +17,10 @@ func init() {
 		if err != nil {
 			return nil, err
 		}
-		return NewJVMCollector(t, logger), nil
+		c := NewJVMCollector(t, logger).(*jvmCollector)
+		// The cloud collector, built before this one, lists the pods.
+		c.pods, c.podLabels = deps.pods, podsConfigFromFlags().LabelAllowlist
+		return c, nil
 	})
 }
 
@@ -35,6 +39,10 @@ func jvmDesc(subsystem, name, help string, extra ...string) *prometheus.Desc {
 type jvmCollector struct {
 	tracker *jvm.Tracker
 	logger  log.Logger
+	// pods names each JVM's pod; nil without the Kubernetes API.
+	pods      podSource
+	podLabels []string
+	infoDescs infoDescs
 
 	info                                    *prometheus.Desc
 	memUsed, memCommitted, memMax           *prometheus.Desc
@@ -52,10 +60,9 @@ type jvmCollector struct {
 // reading.
 func NewJVMCollector(tracker *jvm.Tracker, logger log.Logger) Collector {
 	return &jvmCollector{
-		tracker: tracker,
-		logger:  logger,
-		info: jvmDesc("jvm", "info", "A JVM on this machine; descriptive labels from hsperfdata and the command line.",
-			"main_class", "jvm_version", "gc", "vm_args_xmx", "pod"),
+		tracker:       tracker,
+		logger:        logger,
+		info:          jvmDesc("jvm", "info", jvmInfoHelp, infoLabels...),
 		memUsed:       jvmDesc("jvm", "memory_used_bytes", "Heap or non-heap memory in use.", "area"),
 		memCommitted:  jvmDesc("jvm", "memory_committed_bytes", "Heap or non-heap memory committed by the JVM.", "area"),
 		memMax:        jvmDesc("jvm", "memory_max_bytes", "Largest heap or non-heap size the JVM may grow to.", "area"),
@@ -95,17 +102,22 @@ func (c *jvmCollector) Update(ch chan<- prometheus.Metric) error {
 		// Every reason is present from the start, so increase() sees the first error.
 		ch <- prometheus.MustNewConstMetric(c.readErrors, prometheus.CounterValue, float64(errs[reason]), reason)
 	}
+	var pods cloud.PodsSnapshot
+	if c.pods != nil {
+		pods = c.pods.Pods()
+	}
 	for i := range view.JVMs {
-		c.updateJVM(ch, &view.JVMs[i])
+		j := &view.JVMs[i]
+		c.updateJVM(ch, j, resolvePod(j, pods, c.pods, c.podLabels))
 	}
 	return nil
 }
 
-func (c *jvmCollector) updateJVM(ch chan<- prometheus.Metric, j *jvm.JVM) {
+func (c *jvmCollector) updateJVM(ch chan<- prometheus.Metric, j *jvm.JVM, pod podIdentity) {
 	// One label buffer for the JVM's 35 series: the identity, then room for
-	// the info metric's five descriptive labels. NewConstMetric copies the
+	// the info metric's descriptive labels. NewConstMetric copies the
 	// values, so the buffer is reused from one series to the next.
-	labels := make([]string, 4, 4+5)
+	labels := make([]string, 4, 4+len(infoLabels))
 	labels[0], labels[1], labels[2], labels[3] = strconv.Itoa(j.PID), labelValue(j.Role), labelValue(j.AppID), labelValue(j.ExecutorID)
 	gauge := func(d *prometheus.Desc, v float64, extra ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append(labels[:4], extra...)...)
@@ -115,7 +127,7 @@ func (c *jvmCollector) updateJVM(ch chan<- prometheus.Metric, j *jvm.JVM) {
 	}
 	s := &j.Stats
 
-	gauge(c.info, 1, labelValue(j.MainClass), labelValue(s.VMVersion), labelValue(s.GCName), labelValue(j.Xmx), labelValue(j.Pod))
+	c.sendInfo(ch, labels, j, pod)
 	gauge(c.memUsed, float64(s.HeapUsed), "heap")
 	gauge(c.memCommitted, float64(s.HeapCommitted), "heap")
 	gauge(c.memUsed, float64(s.NonHeapUsed), "nonheap")

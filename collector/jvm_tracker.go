@@ -36,6 +36,11 @@ type Dependencies struct {
 	trackerBuilt bool
 
 	exits *exitWitness // what the oom and cloud collectors see of JVMs' ends; see witness()
+
+	// pods lists this node's pods for the jvm collector; the cloud
+	// collector (built first: factories run in name order) sets it, and
+	// stops it. nil without the Kubernetes API.
+	pods podSource
 }
 
 // NewDependencies returns dependencies that build the JVM tracker from cfg

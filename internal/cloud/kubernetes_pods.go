@@ -239,7 +239,8 @@ type PodIndex struct {
 	byUID map[string]*Pod
 }
 
-func newPodIndex(pods []Pod) *PodIndex {
+// NewPodIndex indexes pods by UID, and static pods also by config hash.
+func NewPodIndex(pods []Pod) *PodIndex {
 	idx := &PodIndex{byUID: make(map[string]*Pod, len(pods))}
 	for i := range pods {
 		idx.byUID[pods[i].UID] = &pods[i]

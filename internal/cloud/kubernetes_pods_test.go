@@ -35,7 +35,7 @@ func TestParsePodListFixture(t *testing.T) {
 	if len(pods) != 4 {
 		t.Fatalf("%d pods, want 4", len(pods))
 	}
-	idx := newPodIndex(pods)
+	idx := NewPodIndex(pods)
 	exec, ok := idx.Pod(execUID)
 	if !ok {
 		t.Fatal("executor pod not found by UID")
@@ -164,7 +164,7 @@ func TestPodsListedAgainWhenANewPodIsWanted(t *testing.T) {
 // once until the next full refresh, however often it is asked for.
 func TestPodsWantAsksOnce(t *testing.T) {
 	l := newPodLister(PodsConfig{}, nil, log.NewNopLogger())
-	l.snap.Store(&PodsSnapshot{Index: newPodIndex([]Pod{{UID: execUID, Containers: map[string]Container{execCID: {Name: "c"}}}})})
+	l.snap.Store(&PodsSnapshot{Index: NewPodIndex([]Pod{{UID: execUID, Containers: map[string]Container{execCID: {Name: "c"}}}})})
 	woken := func() bool {
 		select {
 		case <-l.wake:
@@ -278,7 +278,7 @@ func FuzzParsePodList(f *testing.F) {
 				checkLabelValue(t, "container", c.Name)
 			}
 		}
-		idx := newPodIndex(pods)
+		idx := NewPodIndex(pods)
 		if idx.Len() > len(pods) {
 			t.Fatalf("index of %d pods has %d", len(pods), idx.Len())
 		}

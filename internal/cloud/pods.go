@@ -35,6 +35,8 @@ type PodsSnapshot struct {
 	Success bool
 	// LastSuccess is when a list last succeeded, zero if never.
 	LastSuccess time.Time
+	// LastAttempt is when the last list ended, zero before the first.
+	LastAttempt time.Time
 }
 
 // podLister keeps the list of this node's pods: one list at start, one
@@ -137,9 +139,9 @@ func (l *podLister) run(ctx context.Context) {
 func (l *podLister) refresh(ctx context.Context) error {
 	pods, err := l.list(ctx)
 	prev := l.snap.Load()
-	next := &PodsSnapshot{Index: prev.Index, LastSuccess: prev.LastSuccess, Success: err == nil}
+	next := &PodsSnapshot{Index: prev.Index, LastSuccess: prev.LastSuccess, Success: err == nil, LastAttempt: time.Now()}
 	if err == nil {
-		next.Index, next.LastSuccess = newPodIndex(pods), time.Now()
+		next.Index, next.LastSuccess = NewPodIndex(pods), time.Now()
 	}
 	l.snap.Store(next)
 
