@@ -118,8 +118,8 @@ func TestLiveScrapeIsPromtoolClean(t *testing.T) {
 }
 
 // TestWebConfigTLSAndBasicAuth serves through exporter-toolkit's
-// --web.config.file: HTTPS with the right password gets metrics, a missing
-// or wrong password gets 401.
+// --web.config.file: HTTPS with the right password gets metrics and the
+// status page, a missing or wrong password gets 401.
 func TestWebConfigTLSAndBasicAuth(t *testing.T) {
 	dir := t.TempDir()
 	certFile, keyFile, pool := writeSelfSignedCert(t, dir)
@@ -138,8 +138,8 @@ func TestWebConfigTLSAndBasicAuth(t *testing.T) {
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 	started := startExporterTLS(t, client, addr, "--web.config.file="+configFile, "--cloud.provider=none")
 
-	get := func(user, pass string) int {
-		req, _ := http.NewRequest(http.MethodGet, "https://"+started+"/metrics", nil)
+	getPath := func(path, user, pass string) int {
+		req, _ := http.NewRequest(http.MethodGet, "https://"+started+path, nil)
 		if user != "" {
 			req.SetBasicAuth(user, pass)
 		}
@@ -149,6 +149,17 @@ func TestWebConfigTLSAndBasicAuth(t *testing.T) {
 		}
 		resp.Body.Close()
 		return resp.StatusCode
+	}
+	get := func(user, pass string) int { return getPath("/metrics", user, pass) }
+	// The status page and its JSON are served by the same server: the same
+	// TLS and the same password.
+	for _, path := range []string{"/", "/status.json"} {
+		if code := getPath(path, "prometheus", "s3cret"); code != http.StatusOK {
+			t.Errorf("%s with the right password: %d, want 200", path, code)
+		}
+		if code := getPath(path, "", ""); code != http.StatusUnauthorized {
+			t.Errorf("%s with no password: %d, want 401", path, code)
+		}
 	}
 	if code := get("prometheus", "s3cret"); code != http.StatusOK {
 		t.Errorf("right password: %d, want 200", code)
