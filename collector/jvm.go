@@ -128,6 +128,23 @@ func (c *jvmCollector) updateJVM(ch chan<- prometheus.Metric, j *jvm.JVM, pod po
 	s := &j.Stats
 
 	c.sendInfo(ch, labels, j, pod)
+	gauge(c.rss, float64(j.RSSJVM), "jvm")
+	gauge(c.rss, float64(j.RSSPython), "python")
+	gauge(c.rss, float64(j.RSSOther), "other")
+
+	if j.HasCgroup {
+		if j.Cgroup.Limit > 0 {
+			gauge(c.cgLimit, float64(j.Cgroup.Limit))
+		}
+		gauge(c.cgUsage, float64(j.Cgroup.Usage))
+		gauge(c.cgWorkingSet, float64(j.Cgroup.WorkingSet))
+		if j.Cgroup.HasOOMKills {
+			counter(c.cgKills, float64(j.Cgroup.OOMKills))
+		}
+	}
+	if j.Counters != jvm.CountersHsperf {
+		return // no hsperfdata (-XX:+PerfDisableSharedMem, -XX:-UsePerfData): what /proc and the cgroup say only
+	}
 	gauge(c.memUsed, float64(s.HeapUsed), "heap")
 	gauge(c.memCommitted, float64(s.HeapCommitted), "heap")
 	gauge(c.memUsed, float64(s.NonHeapUsed), "nonheap")
@@ -172,21 +189,6 @@ func (c *jvmCollector) updateJVM(ch chan<- prometheus.Metric, j *jvm.JVM, pod po
 	gauge(c.classes, float64(s.ClassesLoaded))
 	counter(c.safepoint, s.SafepointSeconds)
 	gauge(c.startTime, float64(s.StartTime.UnixNano())/1e9)
-
-	gauge(c.rss, float64(j.RSSJVM), "jvm")
-	gauge(c.rss, float64(j.RSSPython), "python")
-	gauge(c.rss, float64(j.RSSOther), "other")
-
-	if j.HasCgroup {
-		if j.Cgroup.Limit > 0 {
-			gauge(c.cgLimit, float64(j.Cgroup.Limit))
-		}
-		gauge(c.cgUsage, float64(j.Cgroup.Usage))
-		gauge(c.cgWorkingSet, float64(j.Cgroup.WorkingSet))
-		if j.Cgroup.HasOOMKills {
-			counter(c.cgKills, float64(j.Cgroup.OOMKills))
-		}
-	}
 }
 
 // labelValue makes a string from a JVM safe as a label value.
