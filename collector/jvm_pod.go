@@ -161,3 +161,21 @@ func (c *jvmCollector) sendInfo(ch chan<- prometheus.Metric, labels []string, j 
 	}
 	ch <- m
 }
+
+// podOfCgroup names the namespace, pod and container of a cgroup path from
+// src's last pod list (nil src: none), or the YARN container; an OOM
+// kill's series keep them after the JVM and its info series are gone.
+func podOfCgroup(path string, src podSource) (namespace, pod, container string) {
+	id := cgroupid.Parse(path)
+	if id.YARNContainer != "" {
+		return "", "", id.YARNContainer
+	}
+	if id.PodUID == "" || src == nil {
+		return "", "", ""
+	}
+	p, ok := src.Pods().Index.Pod(id.PodUID)
+	if !ok {
+		return "", "", ""
+	}
+	return p.Namespace, p.Name, p.Containers[id.ContainerID].Name
+}

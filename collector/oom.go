@@ -48,6 +48,7 @@ func init() {
 			MaxSeries:     *oomMaxSeries,
 			NewSeriesHold: *oomNewSeriesHold,
 			Attributed:    deps.witness().Killed,
+			Pods:          deps.pods,
 		}, source, logger)
 	})
 }
@@ -60,6 +61,8 @@ type OOMConfig struct {
 	NewSeriesHold time.Duration // a new counter reads 0 at least this long (and one scrape)
 	// Follow tunes the reader; zero values take its defaults.
 	Follow oom.FollowConfig
+	// Pods, when set, names the victim's namespace, pod and container.
+	Pods podSource
 	// Attributed, when set, is told of each kill of a tracked JVM (the
 	// exits collector's judge, which counts it as that JVM's end).
 	Attributed func(pid int, at time.Time, cause string)
@@ -74,7 +77,7 @@ type oomSeries struct {
 	shownAt0 bool      // a scrape has seen it at 0
 }
 
-var oomKillLabels = append(append([]string{}, identityLabels...), "constraint", "cause", "task")
+var oomKillLabels = append(append([]string{}, identityLabels...), "constraint", "cause", "task", "namespace", "pod", "container")
 
 type oomCollector struct {
 	cfg    OOMConfig
@@ -207,11 +210,20 @@ func (c *oomCollector) recordKill(k oom.Kill) {
 			"pid", k.PID, "task_memcg", k.TaskMemcg)
 	}
 
-	labels := []string{"", "", "", "", k.Constraint, a.Verdict.Cause, labelValue(k.Task)}
+	labels := []string{"", "", "", "", k.Constraint, a.Verdict.Cause, labelValue(k.Task), "", "", ""}
+	memcg := k.TaskMemcg
 	if a.Found {
 		labels[0] = strconv.Itoa(k.PID)
 		labels[1], labels[2], labels[3] = labelValue(a.Victim.Role), labelValue(a.Victim.AppID), labelValue(a.Victim.ExecutorID)
+		if a.Victim.CgroupPath != "" {
+			memcg = a.Victim.CgroupPath
+		}
 	}
+	// Named at the kill, from the cgroup the kernel or the last sample
+	// gives: the pod is usually still listed then, and the JVM's info
+	// series, the usual join, is gone soon after.
+	ns, pod, container := podOfCgroup(memcg, c.cfg.Pods)
+	labels[7], labels[8], labels[9] = labelValue(ns), labelValue(pod), labelValue(container)
 	key := strings.Join(labels, "\xff")
 	now := c.now()
 

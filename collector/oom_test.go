@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/executor-exporter/executor_exporter/internal/cloud"
 	"github.com/executor-exporter/executor_exporter/internal/jvm"
 	"github.com/executor-exporter/executor_exporter/internal/oom"
 	"github.com/executor-exporter/executor_exporter/internal/testenv"
@@ -138,6 +139,11 @@ func scrapeOOM(t *testing.T, c Collector) (map[string]float64, error) {
 		}
 		var pairs []string
 		for _, lp := range pb.GetLabel() {
+			// Kills outside pods leave the pod labels empty; the keys
+			// below name them only when set.
+			if lp.GetValue() == "" && (lp.GetName() == "namespace" || lp.GetName() == "pod" || lp.GetName() == "container") {
+				continue
+			}
 			pairs = append(pairs, lp.GetName()+"="+lp.GetValue())
 		}
 		sort.Strings(pairs)
@@ -352,6 +358,45 @@ func TestNewOOMCollectorRejectsBadConfig(t *testing.T) {
 		if c, err := NewOOMCollector(cfg, samples{}, log.NewNopLogger()); err == nil {
 			c.(Stopper).Stop()
 			t.Errorf("NewOOMCollector(%+v) accepted", cfg)
+		}
+	}
+}
+
+// staticPods is a pod list that does not change.
+type staticPods struct{ snap cloud.PodsSnapshot }
+
+func (s staticPods) Pods() cloud.PodsSnapshot { return s.snap }
+func (staticPods) WantPod(string, string)     {}
+
+// A kill names the victim's namespace, pod and container from its cgroup
+// (the last sample's, or the kernel's task_memcg for a process that is not
+// a tracked JVM) and the pod list, so the series says which pod after the
+// pod and the JVM's info series are gone.
+func TestOOMCollectorNamesThePod(t *testing.T) {
+	podCgroup := "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + strings.ReplaceAll(layoutUID, "-", "_") +
+		".slice/cri-containerd-" + layoutCID + ".scope"
+	pods := staticPods{cloud.PodsSnapshot{Index: cloud.NewPodIndex([]cloud.Pod{{UID: layoutUID, Namespace: "data-eng", Name: "etl-exec-7",
+		Containers: map[string]cloud.Container{layoutCID: {Name: "spark-kubernetes-executor"}}}})}}
+	exec := nativeExecutor
+	exec.CgroupPath = podCgroup
+	f := newOOMFixture(t, OOMConfig{Pods: pods}, samples{4242: exec})
+	f.write(t, memcgKill(4242, podCgroup, "java")...)
+	f.write(t, memcgKill(4343, podCgroup, "python3")...)                                          // a PySpark worker: not a JVM
+	f.write(t, memcgKill(4444, "/hadoop-yarn/container_1700000000000_0001_01_000002", "java")...) // YARN
+	testenv.WaitFor(t, waitTimeout, "three kills", func() bool { return strings.Count(f.logs.String(), "OOM kill") == 3 })
+	scrapeOOM(t, f.c)
+	got, err := scrapeOOM(t, f.c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const pod = "container=spark-kubernetes-executor,"
+	for _, key := range []string{
+		"executor_oom_kills_total{app_id=app-1,cause=native,constraint=CONSTRAINT_MEMCG," + pod + "executor_id=3,namespace=data-eng,pid=4242,pod=etl-exec-7,role=executor,task=java}",
+		"executor_oom_kills_total{app_id=,cause=unknown,constraint=CONSTRAINT_MEMCG," + pod + "executor_id=,namespace=data-eng,pid=,pod=etl-exec-7,role=,task=python3}",
+		"executor_oom_kills_total{app_id=,cause=unknown,constraint=CONSTRAINT_MEMCG,container=container_1700000000000_0001_01_000002,executor_id=,pid=,role=,task=java}",
+	} {
+		if got[key] != 1 {
+			t.Errorf("%s = %v, want 1\n%v", key, got[key], got)
 		}
 	}
 }
