@@ -14,13 +14,20 @@ const javaComm = "java"
 // scanBare finds the JVMs that publish no hsperfdata — started with
 // -XX:+PerfDisableSharedMem or -XX:-UsePerfData — among the processes of
 // the table: a java command name and no hsperfdata file of their own
-// (withFile). Reading them costs nothing more than the process table
-// already paid for, plus, once per process, its identity. They are added to
+// (withFile). Finding them reads nothing (the command names the process
+// table already knows); reading one costs its stat, tree and, once per
+// process, its identity. They are added to
 // view within the same cap as the others. Runs under refreshMu.
 func (t *Tracker) scanBare(table *procmem.ProcessTable, withFile, read map[int]bool, cgroups map[string]procmem.CgroupMemory, view *View, now time.Time) {
 	for _, pid := range table.PIDs() {
-		p, _ := table.Process(pid)
-		if p.Comm != javaComm || p.KernelThread || withFile[pid] || read[pid] {
+		// Seen costs no read: the command name as last read, which the
+		// table reads again while a process is young (an exec) and then
+		// every few minutes. Process reads the few that pass.
+		if p, ok := table.Seen(pid); !ok || p.Comm != javaComm || p.KernelThread || withFile[pid] || read[pid] {
+			continue
+		}
+		p, ok := table.Process(pid)
+		if !ok || p.Comm != javaComm {
 			continue
 		}
 		if len(read) >= t.cfg.MaxProcesses {

@@ -75,10 +75,21 @@ func FindCandidates(procPath string, skip func(pid int) bool) ([]Candidate, erro
 		groups[key] = append(groups[key], pid)
 	}
 
+	sets := make([][]int, len(order))
+	for i, key := range order {
+		sets[i] = groups[key]
+	}
+	return candidatesIn(procPath, sets, func(pid int) (int, error) { return pidInNamespace(procPath, procfsPIDNS, pid) }), nil
+}
+
+// candidatesIn lists the hsperfdata files of every group of processes that
+// share a root, and returns the processes that have one: nspid says what a
+// process's own pid is, the name its file has.
+func candidatesIn(procPath string, groups [][]int, nspid func(pid int) (int, error)) []Candidate {
 	var found []Candidate
-	for _, key := range order {
-		pids := groups[key]
+	for _, pids := range groups {
 		var files map[int][]string
+		var err error
 		for _, pid := range pids {
 			// Any member's root gives the same listing; the first one
 			// that is still there and readable does.
@@ -90,14 +101,12 @@ func FindCandidates(procPath string, skip func(pid int) bool) ([]Candidate, erro
 			continue
 		}
 		for _, pid := range pids {
-			nspid := pid
-			if pidNS, _ := os.Readlink(filepath.Join(procPath, strconv.Itoa(pid), "ns", "pid")); pidNS == "" || pidNS != procfsPIDNS {
-				if nspid, err = innermostNSPID(procPath, pid); err != nil {
-					continue
-				}
+			ns, err := nspid(pid)
+			if err != nil {
+				continue
 			}
-			for _, dir := range files[nspid] {
-				found = append(found, Candidate{PID: pid, NSPID: nspid, Dir: dir})
+			for _, dir := range files[ns] {
+				found = append(found, Candidate{PID: pid, NSPID: ns, Dir: dir})
 			}
 		}
 	}
@@ -107,7 +116,16 @@ func FindCandidates(procPath string, skip func(pid int) bool) ([]Candidate, erro
 		}
 		return found[i].Dir < found[j].Dir
 	})
-	return found, nil
+	return found
+}
+
+// pidInNamespace returns pid as the process sees itself: the same in
+// procfs's own pid namespace (procfsPIDNS), the innermost NSpid otherwise.
+func pidInNamespace(procPath, procfsPIDNS string, pid int) (int, error) {
+	if ns, _ := os.Readlink(filepath.Join(procPath, strconv.Itoa(pid), "ns", "pid")); ns != "" && ns == procfsPIDNS {
+		return pid, nil
+	}
+	return innermostNSPID(procPath, pid)
 }
 
 // procfsPIDNamespace returns the pid namespace procPath shows pids of, or

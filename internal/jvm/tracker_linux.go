@@ -102,6 +102,10 @@ type Tracker struct {
 	ticks      map[int]tickMark
 	lives      map[int]*life // JVMs read and not yet found gone
 	onExits    exitHook
+	// procs and found follow the machine's processes from scan to scan,
+	// so that a scan reads the JVMs and their trees, not every process.
+	procs *procmem.ProcessWatch // made by the first scan
+	found *discovery
 
 	mu      sync.RWMutex // guards samples, errors and last, read without waiting for a scan
 	samples map[int]Sample
@@ -130,6 +134,7 @@ func NewTracker(cfg Config, logger log.Logger) (*Tracker, error) {
 		identities: map[int]identityEntry{},
 		ticks:      map[int]tickMark{},
 		lives:      map[int]*life{},
+		found:      newDiscovery(cfg.ProcFS),
 		loggedAt:   map[string]time.Time{},
 		samples:    map[int]Sample{},
 		errors:     map[string]uint64{},
@@ -278,14 +283,18 @@ func (t *Tracker) countError(reason string) {
 // scan runs under refreshMu.
 func (t *Tracker) scan() (View, error) {
 	now := time.Now()
-	table, err := procmem.NewProcessTable(t.fs)
+	if t.procs == nil {
+		w, err := procmem.NewProcessWatch(t.cfg.ProcFS)
+		if err != nil {
+			return View{}, err
+		}
+		t.procs = w
+	}
+	table, err := t.procs.Scan(now)
 	if err != nil {
 		return View{}, err
 	}
-	candidates, err := FindCandidates(t.cfg.ProcFS, func(pid int) bool {
-		p, ok := table.Process(pid)
-		return ok && p.KernelThread
-	})
+	candidates, err := t.found.find(table)
 	if err != nil {
 		return View{}, err
 	}
