@@ -60,9 +60,15 @@ func checkMonitor(t *testing.T, kind string, m serviceMonitor, targetLabels map[
 		t.Fatalf("%s endpoints %+v, want one on port metrics", kind, eps)
 	}
 	// The mixin selects job="executor_exporter" by default.
-	job := false
+	job, dropsPodLabels := false, false
 	for _, r := range eps[0].Relabelings {
 		job = job || (r.TargetLabel == "job" && r.Replacement == "executor_exporter")
+		dropsPodLabels = dropsPodLabels || (r.Action == "labeldrop" && r.Regex == "namespace|pod|container")
+	}
+	// The operator's own target labels would rename the executors'
+	// namespace, pod and container to exported_*.
+	if !dropsPodLabels {
+		t.Errorf("%s keeps the exporter pod's namespace, pod and container as target labels", kind)
 	}
 	if !job {
 		t.Errorf("%s does not set job=executor_exporter, the mixin's default selector", kind)

@@ -176,6 +176,7 @@ type relabeling struct {
 	SourceLabels []string `yaml:"sourceLabels"`
 	TargetLabel  string   `yaml:"targetLabel"`
 	Replacement  string   `yaml:"replacement"`
+	Regex        string   `yaml:"regex"`
 }
 
 type scrapeEndpoint struct {
