@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/executor-exporter/executor_exporter/internal/cloud"
 	"github.com/executor-exporter/executor_exporter/internal/jvm"
 	"github.com/executor-exporter/executor_exporter/internal/oom"
 	"github.com/executor-exporter/executor_exporter/internal/statuspage"
@@ -25,11 +26,15 @@ type statusReporter interface {
 func (ec *ExecutorCollector) Status() statuspage.Snapshot {
 	s := statuspage.Snapshot{Time: time.Now()}
 	if ec.deps != nil && ec.deps.tracker != nil {
+		var pods cloud.PodsSnapshot
+		if ec.deps.pods != nil {
+			pods = ec.deps.pods.Pods()
+		}
 		view := ec.deps.tracker.Last()
 		s.JVMsSampled, s.JVMsDropped = view.Time, view.Dropped
 		s.JVMs = make([]statuspage.JVM, 0, len(view.JVMs))
 		for i := range view.JVMs {
-			s.JVMs = append(s.JVMs, statusJVM(&view.JVMs[i]))
+			s.JVMs = append(s.JVMs, statusJVM(&view.JVMs[i], pods))
 		}
 	}
 	for _, c := range ec.Collectors {
@@ -40,9 +45,11 @@ func (ec *ExecutorCollector) Status() statuspage.Snapshot {
 	return s
 }
 
-// statusJVM is a JVM's row. Strings are capped as label values are: they
-// come from the process's command line and environment.
-func statusJVM(j *jvm.JVM) statuspage.JVM {
+// statusJVM is a JVM's row, named with the last pod list as the jvm
+// collector names it (but asking for no new list: the page causes no
+// work). Strings are capped as label values are: they come from the
+// process's command line and environment, and the Kubernetes API.
+func statusJVM(j *jvm.JVM, pods cloud.PodsSnapshot) statuspage.JVM {
 	out := statuspage.JVM{
 		Identity:  statusIdentity(j.PID, j.Role, j.AppID, j.ExecutorID),
 		MainClass: labelValue(j.MainClass),
@@ -52,7 +59,8 @@ func statusJVM(j *jvm.JVM) statuspage.JVM {
 			RSSJVM: j.RSSJVM, RSSPython: j.RSSPython, RSSOther: j.RSSOther,
 		},
 	}
-	out.Pod = labelValue(j.Pod)
+	pod := resolvePod(j, pods, nil, nil)
+	out.Namespace, out.Pod = labelValue(pod.namespace), labelValue(pod.pod)
 	if j.HasCgroup {
 		out.ContainerLimit, out.ContainerUsage = j.Cgroup.Limit, j.Cgroup.Usage
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-kit/log"
 
+	"github.com/executor-exporter/executor_exporter/internal/cloud"
 	"github.com/executor-exporter/executor_exporter/internal/cloud/cloudtest"
 	"github.com/executor-exporter/executor_exporter/internal/jvm"
 	"github.com/executor-exporter/executor_exporter/internal/statuspage"
@@ -106,4 +107,22 @@ func pendingNotice(m *statuspage.Machine) *statuspage.Notice {
 		}
 	}
 	return nil
+}
+
+// BenchmarkStatusJVMs is the snapshot's share of a request for the page:
+// turning the tracker's last view of 100 JVMs into rows.
+func BenchmarkStatusJVMs(b *testing.B) {
+	jvms := make([]jvm.JVM, 100)
+	for i := range jvms {
+		jvms[i].Sample = jvm.Sample{Identity: jvm.Identity{PID: 1000 + i, Role: "executor", AppID: "spark-app", ExecutorID: fmt.Sprint(i)},
+			CgroupPath: fmt.Sprintf("/kubepods.slice/kubepods-pod%08d_0000_0000_0000_000000000000.slice/cri-containerd-%064d.scope", i, i)}
+		jvms[i].MainClass, jvms[i].HasCgroup = "org.apache.spark.executor.CoarseGrainedExecutorBackend", true
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		rows := make([]statuspage.JVM, 0, len(jvms))
+		for i := range jvms {
+			rows = append(rows, statusJVM(&jvms[i], cloud.PodsSnapshot{}))
+		}
+	}
 }
