@@ -111,7 +111,7 @@ func isWildcard(allowlist []string) bool {
 
 // infoLabels are executor_jvm_info's labels after the identity; the pod
 // labels (label_<name>) follow them.
-var infoLabels = []string{"main_class", "jvm_version", "gc", "vm_args_xmx", "pod", "namespace", "container", "uid", "container_id"}
+var infoLabels = []string{"main_class", "jvm_version", "gc", "vm_args_xmx", "pod", "namespace", "container", "uid", "container_id", "counters"}
 
 // infoDescs keeps executor_jvm_info's Desc per set of pod label names:
 // one set with an allowlist, as many as the pods have with "*".
@@ -142,13 +142,14 @@ func (d *infoDescs) get(base *prometheus.Desc, names []string) *prometheus.Desc 
 	return desc
 }
 
-const jvmInfoHelp = "A JVM on this machine; descriptive labels from hsperfdata and the command line, and the Kubernetes namespace, pod, container and allowlisted pod labels (or the YARN container) from its cgroup and the API server."
+const jvmInfoHelp = "A JVM on this machine; descriptive labels from hsperfdata and the command line, and the Kubernetes namespace, pod, container and allowlisted pod labels (or the YARN container) from its cgroup and the API server; counters is hsperfdata, or why the JVM publishes no counters."
 
 // sendInfo sends executor_jvm_info; labels holds the identity and is reused.
 func (c *jvmCollector) sendInfo(ch chan<- prometheus.Metric, labels []string, j *jvm.JVM, p podIdentity) {
 	s := &j.Stats
 	labels = append(labels[:len(identityLabels)], labelValue(j.MainClass), labelValue(s.VMVersion), labelValue(s.GCName),
-		labelValue(j.Xmx), labelValue(p.pod), labelValue(p.namespace), labelValue(p.container), labelValue(p.uid), labelValue(p.containerID))
+		labelValue(j.Xmx), labelValue(p.pod), labelValue(p.namespace), labelValue(p.container), labelValue(p.uid), labelValue(p.containerID),
+		j.Counters)
 	var names []string
 	if len(p.labels) > 0 {
 		var values []string
