@@ -240,7 +240,7 @@ func (c *oomCollector) recordKill(k oom.Kill) {
 	if len(c.recent) == maxRecentKills {
 		c.recent = append(c.recent[:0], c.recent[1:]...)
 	}
-	c.recent = append(c.recent, recentKill{at: now, Attribution: a})
+	c.recent = append(c.recent, recentKill{at: now, Attribution: a, namespace: labels[7], pod: labels[8]})
 	c.mu.Unlock()
 
 	c.logKill(a, now)

@@ -76,7 +76,8 @@ const maxRecentKills = 20
 
 // recentKill is a kill as the oom collector attributed it, and when.
 type recentKill struct {
-	at time.Time
+	at             time.Time
+	namespace, pod string // the victim's pod, named at the kill
 	oom.Attribution
 }
 
@@ -96,9 +97,11 @@ func statusKill(r *recentKill) statuspage.Kill {
 		Time: r.at, PID: k.PID, Task: labelValue(k.Task), Constraint: k.Constraint,
 		Cause: r.Verdict.Cause, Reason: r.Verdict.Reason, Advice: r.Verdict.Advice,
 		KilledAnonRSS: k.AnonRSSKiB << 10,
+		Namespace:     r.namespace, Pod: r.pod,
 	}
 	if r.Found {
 		id := statusIdentity(k.PID, v.Role, v.AppID, v.ExecutorID)
+		id.Namespace, id.Pod = r.namespace, r.pod
 		out.Victim = &id
 		out.LastSample = &statuspage.Sample{Time: v.SampledAt, Memory: statuspage.Memory{
 			HeapUsed: v.HeapUsed, HeapCommitted: v.HeapCommitted, HeapMax: v.HeapMax, NonHeapCommitted: v.NonHeapCommitted,

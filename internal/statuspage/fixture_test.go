@@ -67,7 +67,8 @@ func fixture() Snapshot {
 				Reason:        "committed heap 1000 MiB against container usage 1020 MiB (98%) and the heap's max does not fit in the container beside non-heap memory",
 				Advice:        "lower -Xmx (spark.executor.memory) or raise the limit",
 				KilledAnonRSS: 1010 * mib,
-				Victim:        &Identity{PID: 4001, Role: "executor", AppID: "spark-4f2a", ExecutorID: "1", Namespace: "etl", Pod: "etl-exec-1"},
+				Namespace:     "etl", Pod: "etl-exec-1",
+				Victim: &Identity{PID: 4001, Role: "executor", AppID: "spark-4f2a", ExecutorID: "1", Namespace: "etl", Pod: "etl-exec-1"},
 				LastSample: &Sample{Time: fixtureTime.Add(-3*time.Minute - 1500*time.Millisecond), Memory: Memory{
 					HeapUsed: 900 * mib, HeapCommitted: 1000 * mib, HeapMax: 1024 * mib, NonHeapCommitted: 110 * mib,
 					RSSJVM: 1015 * mib, ContainerLimit: 1024 * mib, ContainerUsage: 1020 * mib,
@@ -76,6 +77,7 @@ func fixture() Snapshot {
 			{
 				Time: fixtureTime.Add(-50 * time.Minute), PID: 777, Task: "python3", Constraint: "CONSTRAINT_NONE",
 				Cause: "node", Reason: "the machine ran out of memory (CONSTRAINT_NONE), not a container limit",
+				Namespace: "etl", Pod: "etl-driver",
 				KilledAnonRSS: 2 * 1024 * mib,
 			},
 		},

@@ -78,7 +78,7 @@ func TestRenderFacts(t *testing.T) {
 		`<span class="cause cause-heap">heap</span>`,
 		`<div class="advice">lower -Xmx (spark.executor.memory) or raise the limit</div>`,
 		`<dt>sampled</dt><dd>1.5s before the kill was read</dd>`,
-		`process 777 (python3)`,
+		`process 777 (python3) in etl/etl-driver`,
 		`<td>Spark executor 1 of spark-4f2a (pid 4001) in etl/etl-exec-1</td><td class="exit-reason">oom_killed</td>`,
 		`<a href="/metrics">Metrics</a>`,
 		`<span id="version">1.2.0 (branch: main, revision: abc)</span>`,

@@ -100,13 +100,17 @@ type JVM struct {
 
 // Kill is one kernel OOM kill and its verdict.
 type Kill struct {
-	Time       time.Time `json:"time"` // when the exporter read the kill from the kernel log
-	PID        int       `json:"pid"`
-	Task       string    `json:"task"` // the victim's command name, as the kernel printed it
-	Constraint string    `json:"constraint"`
-	Cause      string    `json:"cause"`  // heap, native, node, unknown
-	Reason     string    `json:"reason"` // the figures behind the verdict
-	Advice     string    `json:"advice"` // what to change; empty when there is nothing to say
+	Time time.Time `json:"time"` // when the exporter read the kill from the kernel log
+	PID  int       `json:"pid"`
+	Task string    `json:"task"` // the victim's command name, as the kernel printed it
+	// Namespace and Pod name the victim's pod, tracked JVM or not, when
+	// the pod list had it at the kill.
+	Namespace  string `json:"namespace"`
+	Pod        string `json:"pod"`
+	Constraint string `json:"constraint"`
+	Cause      string `json:"cause"`  // heap, native, node, unknown
+	Reason     string `json:"reason"` // the figures behind the verdict
+	Advice     string `json:"advice"` // what to change; empty when there is nothing to say
 	// KilledAnonRSS is the victim's anonymous resident memory as the
 	// kernel counted it at the kill.
 	KilledAnonRSS uint64 `json:"killed_anon_rss_bytes"`

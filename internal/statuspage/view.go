@@ -240,6 +240,8 @@ func newKillRow(now time.Time, k *Kill) killRow {
 	}
 	if k.Victim != nil {
 		r.Victim = victim(k.Victim, k.Task)
+	} else if w := where(&Identity{Namespace: k.Namespace, Pod: k.Pod}); w != "" {
+		r.Victim += " in " + w
 	}
 	if k.KilledAnonRSS > 0 {
 		r.Figures = append(r.Figures, field{"anon RSS at the kill", formatBytes(k.KilledAnonRSS)})
