@@ -8,6 +8,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/executor-exporter/executor_exporter/internal/cloud/cloudtest"
+	"github.com/executor-exporter/executor_exporter/internal/testenv"
 	"github.com/executor-exporter/executor_exporter/internal/testjvm"
 )
 
@@ -56,7 +57,7 @@ func cloudWaitScrape(t *testing.T, e *exporter, what string, cond func(map[strin
 		text     string
 		families map[string]*dto.MetricFamily
 	)
-	waitFor(t, 30*time.Second, what, func() bool {
+	testenv.WaitFor(t, 30*time.Second, what, func() bool {
 		text = e.scrapeText(t)
 		families = parseMetrics(t, text)
 		return cond(families)

@@ -22,6 +22,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/executor-exporter/executor_exporter/internal/testenv"
 	"github.com/executor-exporter/executor_exporter/internal/testjvm"
 )
 
@@ -134,7 +135,7 @@ func TestWebConfigTLSAndBasicAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 	started := startExporterTLS(t, client, addr, "--web.config.file="+configFile, "--cloud.provider=none")
 
@@ -183,7 +184,7 @@ func TestWebConfigTLSAndBasicAuth(t *testing.T) {
 func startExporterTLS(t *testing.T, client *http.Client, addr string, args ...string) string {
 	t.Helper()
 	e := startExporterNoWait(t, addr, args...)
-	waitFor(t, 20*time.Second, "TLS listener", func() bool {
+	testenv.WaitFor(t, 20*time.Second, "TLS listener", func() bool {
 		resp, err := client.Get("https://" + addr + "/")
 		if err != nil {
 			return false

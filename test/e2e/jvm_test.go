@@ -28,7 +28,7 @@ func jvmSample(t *testing.T, e *exporter, pid int, name string, want map[string]
 		v        float64
 		families map[string]*dto.MetricFamily
 	)
-	waitFor(t, 30*time.Second, fmt.Sprintf("%s%v", name, labels), func() bool {
+	testenv.WaitFor(t, 30*time.Second, fmt.Sprintf("%s%v", name, labels), func() bool {
 		var ok bool
 		families = e.scrape(t)
 		v, ok = findSample(families, name, labels)
@@ -56,7 +56,7 @@ func TestJVMSparkExecutor(t *testing.T) {
 	}
 	// The Python child touches its 48 MiB after it starts: wait for it.
 	var python float64
-	waitFor(t, 30*time.Second, "python child resident memory", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "python child resident memory", func() bool {
 		python, _ = findSample(e.scrape(t), "executor_process_resident_memory_bytes", merge(id, "pid", strconv.Itoa(j.PID), "kind", "python"))
 		return python >= 40<<20
 	})
@@ -168,7 +168,7 @@ func TestJVMCgroupLimit(t *testing.T) {
 	// may serve a background sample up to --jvm.max-sample-age old: wait
 	// for a sample taken after the fill.
 	var usage float64
-	waitFor(t, 30*time.Second, "container usage above the JVM's 24 MiB of heap", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "container usage above the JVM's 24 MiB of heap", func() bool {
 		families = e.scrape(t)
 		usage, _ = findSample(families, "executor_container_memory_usage_bytes", map[string]string{"pid": strconv.Itoa(j.PID)})
 		return usage >= 24<<20

@@ -21,7 +21,7 @@ func TestSIGTERMStopsCleanly(t *testing.T) {
 	if err := os.WriteFile(kmsg, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	var logs bytes.Buffer
 	cmd := exec.Command(testenv.ExporterBinary(t), "--web.listen-address="+addr,
 		"--oom.kmsg-path="+kmsg, "--no-collector.cloud", "--jvm.sample-interval=100ms")
@@ -31,7 +31,7 @@ func TestSIGTERMStopsCleanly(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	waitFor(t, 20*time.Second, "exporter to serve /metrics", func() bool {
+	testenv.WaitFor(t, 20*time.Second, "exporter to serve /metrics", func() bool {
 		resp, err := http.Get("http://" + addr + "/metrics")
 		if err != nil {
 			return false

@@ -80,7 +80,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 	// kill, the machine and a sample of the live executor with its Python
 	// worker.
 	var status statuspage.Snapshot
-	waitFor(t, 60*time.Second, "/status.json to hold the kill, the machine and the live executor", func() bool {
+	testenv.WaitFor(t, 60*time.Second, "/status.json to hold the kill, the machine and the live executor", func() bool {
 		status = getStatus(t, e)
 		return findKill(status, victim.PID) != nil && status.Machine != nil && len(status.Machine.Notices) > 0 &&
 			findJVM(status, live.PID) != nil && findJVM(status, live.PID).RSSPython > 0
