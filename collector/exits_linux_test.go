@@ -26,6 +26,7 @@ import (
 // a metadata stub — with the real JVM tracker.
 type liveExits struct {
 	exits *exitsCollector
+	oom   Collector
 	cloud *cloudCollector
 	logs  *syncBuffer
 }
@@ -53,6 +54,7 @@ func newLiveExits(t *testing.T, withOOM bool, cloudCfg *cloud.Config) *liveExits
 			t.Fatal(err)
 		}
 		t.Cleanup(oomC.(Stopper).Stop)
+		l.oom = oomC
 	}
 	if cloudCfg != nil {
 		l.cloud = newTestCloudCollector(t, *cloudCfg)
@@ -203,6 +205,30 @@ func TestExitsLive(t *testing.T) {
 		if !strings.Contains(line, "hsperfdata_file=left_behind") {
 			t.Errorf("a kernel kill leaves the file: %s", line)
 		}
+	})
+
+	// A JVM that publishes no counters is attributed all the same: the
+	// kill by the oom collector (cause unknown: no heap figures), its end
+	// by the exits collector.
+	t.Run("oom_killed without hsperfdata", func(t *testing.T) {
+		testenv.RequireRoot(t)
+		l := newLiveExits(t, true, nil)
+		cg := testenv.NewMemoryCgroup(t, 256<<20)
+		o := exitsJVM(t, "6", []string{"-Xmx1g", "-XX:-AlwaysPreTouch", "-XX:+PerfDisableSharedMem"}, "--heap-mb", "600", "--step-mb", "4", "--step-ms", "100")
+		o.Cgroup = cg.Procs()
+		j := testjvm.Start(t, o)
+		if _, sig := waitEnd(t, j); sig != syscall.SIGKILL || cg.OOMKills(t) < 1 {
+			t.Fatalf("ended by %v with %d OOM kills in its cgroup; want the kernel's SIGKILL", sig, cg.OOMKills(t))
+		}
+		line := l.waitExit(t, j.PID, "6", exits.ReasonOOMKilled)
+		if !strings.Contains(line, "perf_disable_shared_mem") {
+			t.Errorf("the evidence does not say why there was no file: %s", line)
+		}
+		kill := "executor_oom_kills_total{app_id=app-exits,cause=unknown,constraint=CONSTRAINT_MEMCG,executor_id=6,pid=" + strconv.Itoa(j.PID) + ",role=executor,task=java}"
+		testenv.WaitFor(t, 30*time.Second, "the kill counted against the executor", func() bool {
+			got, _ := scrapeOOM(t, l.oom)
+			return got[kill] == 1
+		})
 	})
 
 	t.Run("interrupted", func(t *testing.T) {
