@@ -25,6 +25,9 @@ LDFLAGS := -X $(VERSION_PKG).Version=$(VERSION) \
 
 # Real-JVM, real-OOM and real-Prometheus tests take minutes; bound a hang.
 TEST_TIMEOUT ?= 30m
+# Tests save what a person should look at (the status page's screenshot)
+# under $(ARTIFACTS)/_artifacts, one directory per test.
+ARTIFACTS   ?= $(PREFIX)/.artifacts
 
 .PHONY: all build run test test-unit test-deps check-metrics fmt vet lint fuzz mixin mixin-check demo clean
 
@@ -41,7 +44,8 @@ run: build
 # mixin's generated files and rule tests, and every Go test (unit, fuzz
 # seeds, real JVMs, real OOM kill, real Prometheus + Alertmanager) with -race.
 test: test-deps fmt-check vet build mixin-check
-	EXPORTER_BIN=$(PREFIX)/$(BIN) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+	mkdir -p $(ARTIFACTS)
+	EXPORTER_BIN=$(PREFIX)/$(BIN) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -artifacts -outputdir $(ARTIFACTS) ./...
 
 # Unit tests only: no binary, no root, no packages to install.
 test-unit:
