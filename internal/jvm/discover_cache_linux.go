@@ -5,6 +5,8 @@ import (
 	"os"
 	"strconv"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/executor-exporter/executor_exporter/internal/procmem"
 )
 
@@ -111,4 +113,16 @@ func (d *discovery) nspid(pid int) (int, error) {
 		e.nspid = ns
 	}
 	return ns, err
+}
+
+// readInto reads a small file into buf (grown when needed) with plain
+// system calls: no os.File, no poller registration, no allocation once
+// buf is large enough. Files longer than limit are an error.
+func readInto(path string, buf []byte, limit int) ([]byte, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(fd)
+	return readFD(fd, buf, 4096, limit)
 }

@@ -159,8 +159,10 @@ func hrtTicks(snap *hsperf.Snapshot) int64 {
 // /proc/<pid>/cgroup contents, read in the exporter's cgroup namespace,
 // name the same cgroups.
 func (t *Tracker) cgroupMemory(pid int, seen map[string]procmem.CgroupMemory) (procmem.CgroupMemory, error) {
-	key, err := readCapped(filepath.Join(t.cfg.ProcFS, strconv.Itoa(pid), "cgroup"), 64<<10)
+	// Read into a buffer kept from scan to scan: this runs for every JVM.
+	key, err := readInto(filepath.Join(t.cfg.ProcFS, strconv.Itoa(pid), "cgroup"), t.cgBuf, 64<<10)
 	if err == nil {
+		t.cgBuf = key
 		if cg, ok := seen[string(key)]; ok {
 			return cg, nil
 		}

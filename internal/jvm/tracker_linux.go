@@ -99,6 +99,7 @@ type Tracker struct {
 	identities map[int]identityEntry
 	loggedAt   map[string]time.Time
 	buf        []byte // hsperfdata read buffer, reused across JVMs and scans
+	cgBuf      []byte // the same for /proc/<pid>/cgroup
 	ticks      map[int]tickMark
 	lives      map[int]*life // JVMs read and not yet found gone
 	onExits    exitHook

@@ -1,0 +1,115 @@
+package jvm
+
+import (
+	"fmt"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-kit/log"
+
+	"github.com/executor-exporter/executor_exporter/internal/procmem"
+	"github.com/executor-exporter/executor_exporter/internal/testenv"
+	"github.com/executor-exporter/executor_exporter/internal/testjvm"
+)
+
+// BenchmarkRefresh is one whole reading of the machine as the background
+// sampling does it (discovery, 20 real JVMs' hsperfdata, process trees,
+// cgroups), then the same with 500 more processes that are not JVMs: what
+// they add is what a busy node costs beyond its JVMs.
+func BenchmarkRefresh(b *testing.B) {
+	for i := range 20 {
+		testjvm.Start(b, testjvm.Options{
+			JVMArgs: []string{"-Xmx16m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"},
+			Args:    []string{"--executor-id", strconv.Itoa(i), "--app-id", "app-bench", "--exit-after-s", "900"},
+		})
+	}
+	run := func(b *testing.B) {
+		tracker, err := NewTracker(Config{ProcFS: "/proc", SysFS: "/sys", Retention: time.Minute, MaxProcesses: 1000}, log.NewNopLogger())
+		if err != nil {
+			b.Fatal(err)
+		}
+		view, err := tracker.Refresh()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(len(view.JVMs)), "jvms")
+		b.ReportAllocs()
+		reportCPU := testenv.CPUPerOp(b, syscall.RUSAGE_SELF)
+		for b.Loop() {
+			if _, err := tracker.Refresh(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		reportCPU()
+	}
+	b.Run("20-jvms", run)
+	b.Run("20-jvms-plus-500-processes", func(b *testing.B) {
+		startSleepers(b, 500)
+		run(b)
+	})
+}
+
+// BenchmarkDiscovery is finding the JVMs among this machine's processes:
+// FindCandidates looks at every process, the tracker's discovery at the
+// processes the table says are new.
+func BenchmarkDiscovery(b *testing.B) {
+	w, err := procmem.NewProcessWatch("/proc")
+	if err != nil {
+		b.Fatal(err)
+	}
+	table, err := w.Scan(time.Now())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("uncached", func(b *testing.B) {
+		reportCPU := testenv.CPUPerOp(b, syscall.RUSAGE_SELF)
+		for b.Loop() {
+			if _, err := FindCandidates("/proc", nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+		reportCPU()
+	})
+	b.Run("cached", func(b *testing.B) {
+		d := newDiscovery("/proc")
+		if _, err := d.find(table); err != nil {
+			b.Fatal(err)
+		}
+		later, err := w.Scan(time.Now().Add(time.Minute))
+		if err != nil {
+			b.Fatal(err)
+		}
+		reportCPU := testenv.CPUPerOp(b, syscall.RUSAGE_SELF)
+		for b.Loop() {
+			if _, err := d.find(later); err != nil {
+				b.Fatal(err)
+			}
+		}
+		reportCPU()
+	})
+}
+
+// startSleepers starts n sleeping processes that are not this process's
+// children, until the benchmark ends.
+func startSleepers(b *testing.B, n int) {
+	b.Helper()
+	cmd := exec.Command("sh", "-c", fmt.Sprintf("(for i in $(seq %d); do sleep 900 & done; wait) >/dev/null & echo ready", n))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	if _, err := out.Read(make([]byte, 6)); err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		b.Fatal(err)
+	}
+}
