@@ -14,6 +14,7 @@ import (
 	"github.com/go-kit/log"
 
 	"github.com/executor-exporter/executor_exporter/internal/cloud/cloudtest"
+	"github.com/executor-exporter/executor_exporter/internal/testenv"
 )
 
 const (
@@ -148,7 +149,7 @@ func TestPodsListedAgainWhenANewPodIsWanted(t *testing.T) {
 	server := cloudtest.NewKubernetesWithPods(t, token, map[string]string{"n1": eksNode}, store)
 	r := podsRefresher(t, server, token, PodsConfig{RefreshInterval: time.Hour, MinInterval: 10 * time.Millisecond})
 	r.Start()
-	waitUntil(t, "the first pod list", func() bool { return r.Pods().Success })
+	testenv.WaitFor(t, 20*time.Second, "the first pod list", func() bool { return r.Pods().Success })
 	if _, ok := r.Pods().Index.Pod(execUID); ok {
 		t.Fatal("a pod before it exists")
 	}
@@ -156,7 +157,7 @@ func TestPodsListedAgainWhenANewPodIsWanted(t *testing.T) {
 	store.Set(cloudtest.Pod{UID: execUID, Namespace: "ns", Name: "exec-1", Node: "n1",
 		Containers: []cloudtest.PodContainer{{Name: "exec", ID: "containerd://" + execCID}}})
 	r.WantPod(execUID, execCID)
-	waitUntil(t, "the new pod", func() bool { _, ok := r.Pods().Index.Pod(execUID); return ok })
+	testenv.WaitFor(t, 20*time.Second, "the new pod", func() bool { _, ok := r.Pods().Index.Pod(execUID); return ok })
 
 }
 

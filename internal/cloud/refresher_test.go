@@ -12,6 +12,7 @@ import (
 	"github.com/go-kit/log"
 
 	"github.com/executor-exporter/executor_exporter/internal/cloud/cloudtest"
+	"github.com/executor-exporter/executor_exporter/internal/testenv"
 )
 
 var (
@@ -214,7 +215,7 @@ func TestCloudSnapshotDoesNotWaitForHangingIMDS(t *testing.T) {
 	cfg.Timeout = time.Hour // only Stop ends the hanging request
 	r := newTestRefresher(t, cfg)
 	r.Start()
-	waitUntil(t, "the refresh to be stuck in IMDS", func() bool { return aws.Requests() > 0 })
+	testenv.WaitFor(t, 20*time.Second, "the refresh to be stuck in IMDS", func() bool { return aws.Requests() > 0 })
 	done := make(chan Snapshot)
 	go func() { done <- r.Snapshot() }()
 	select {
@@ -267,17 +268,6 @@ func TestCloudMetadataClientIgnoresProxy(t *testing.T) {
 	}
 }
 
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func TestCloudRefreshesEveryInterval(t *testing.T) {
 	aws := cloudtest.NewAWS(t, cloudtest.AWSOptions{})
 	aws.Fail(cloudtest.AWSInstanceTypePath, http.StatusInternalServerError)
@@ -286,12 +276,12 @@ func TestCloudRefreshesEveryInterval(t *testing.T) {
 	r := newTestRefresher(t, cfg)
 	r.Start()
 	// A failed first refresh is retried, not left for an hour …
-	waitUntil(t, "a failed refresh", func() bool { s := r.Snapshot(); return s.Refreshed && !s.RefreshSuccess })
+	testenv.WaitFor(t, 20*time.Second, "a failed refresh", func() bool { s := r.Snapshot(); return s.Refreshed && !s.RefreshSuccess })
 	aws.Set(cloudtest.AWSInstanceTypePath, "c7g.large")
-	waitUntil(t, "the retry to succeed", func() bool { s := r.Snapshot(); return s.RefreshSuccess && s.Instance.InstanceType == "c7g.large" })
+	testenv.WaitFor(t, 20*time.Second, "the retry to succeed", func() bool { s := r.Snapshot(); return s.RefreshSuccess && s.Instance.InstanceType == "c7g.large" })
 	// … and facts that change are picked up by the next refresh.
 	aws.Set(cloudtest.AWSInstanceTypePath, "c7g.xlarge")
-	waitUntil(t, "the new instance type", func() bool { return r.Snapshot().Instance.InstanceType == "c7g.xlarge" })
+	testenv.WaitFor(t, 20*time.Second, "the new instance type", func() bool { return r.Snapshot().Instance.InstanceType == "c7g.xlarge" })
 }
 
 func TestCloudNodeNameOutsideKubernetes(t *testing.T) {
