@@ -12,6 +12,7 @@ import (
 	"github.com/executor-exporter/executor_exporter/internal/cloud/cloudtest"
 	"github.com/executor-exporter/executor_exporter/internal/jvm"
 	"github.com/executor-exporter/executor_exporter/internal/statuspage"
+	"github.com/executor-exporter/executor_exporter/internal/testenv"
 )
 
 // The status page shows the last kills, newest first, with the verdict
@@ -24,7 +25,7 @@ func TestStatusRecentKills(t *testing.T) {
 		f.write(t, memcgKill(pid, "/other", "python3")...)
 	}
 	f.write(t, memcgKill(4242, "/spark/exec-3", "java")...)
-	waitForCond(t, "25 kills", func() bool { return strings.Count(f.logs.String(), "OOM kill") == 25 })
+	testenv.WaitFor(t, waitTimeout, "25 kills", func() bool { return strings.Count(f.logs.String(), "OOM kill") == 25 })
 
 	s := NewExecutorCollectorFrom(log.NewNopLogger(), map[string]Collector{"oom": f.c}).Status()
 	if !s.KillsFollowed {
@@ -86,7 +87,7 @@ func TestStatusMachine(t *testing.T) {
 	server.Set(cloudtest.AWSInstanceActionPath, `{"action": "terminate", "time": "2017-09-18T08:22:00Z"}`)
 	c := newTestCloudCollector(t, cloudTestConfig(cloudtest.SysfsWithDMI(t, cloudAWSDMI), server.URL, 20*time.Millisecond))
 	ec := NewExecutorCollectorFrom(log.NewNopLogger(), map[string]Collector{"cloud": c})
-	waitForCond(t, "the machine and a pending notice on the page", func() bool {
+	testenv.WaitFor(t, waitTimeout, "the machine and a pending notice on the page", func() bool {
 		s := ec.Status()
 		return s.Machine != nil && pendingNotice(s.Machine) != nil
 	})
@@ -119,10 +120,14 @@ func BenchmarkStatusJVMs(b *testing.B) {
 		jvms[i].MainClass, jvms[i].HasCgroup = "org.apache.spark.executor.CoarseGrainedExecutorBackend", true
 	}
 	b.ReportAllocs()
+	var rows []statuspage.JVM
 	for b.Loop() {
-		rows := make([]statuspage.JVM, 0, len(jvms))
+		rows = make([]statuspage.JVM, 0, len(jvms))
 		for i := range jvms {
 			rows = append(rows, statusJVM(&jvms[i], cloud.PodsSnapshot{}))
 		}
+	}
+	if len(rows) != len(jvms) {
+		b.Fatalf("%d rows for %d JVMs", len(rows), len(jvms))
 	}
 }

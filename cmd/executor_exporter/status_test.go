@@ -34,7 +34,7 @@ func TestStatusPageRoutes(t *testing.T) {
 		mux.Handle(tc.metricsPath, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "metrics") }))
 		handleStatusPage(mux, ec, tc.metricsPath)
 		rec := httptest.NewRecorder()
-		mux.ServeHTTP(rec, httptest.NewRequest("GET", tc.path, nil))
+		mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, tc.path, nil))
 		if rec.Code != tc.code || !strings.Contains(rec.Body.String(), tc.want) {
 			t.Errorf("metrics at %s, GET %s: %d %q, want %d with %q", tc.metricsPath, tc.path, rec.Code, rec.Body.String(), tc.code, tc.want)
 		}
@@ -45,7 +45,7 @@ func TestStatusJSONHasVersion(t *testing.T) {
 	mux := http.NewServeMux()
 	handleStatusPage(mux, collector.NewExecutorCollectorFrom(log.NewNopLogger(), map[string]collector.Collector{}), "/metrics")
 	rec := httptest.NewRecorder()
-	mux.ServeHTTP(rec, httptest.NewRequest("GET", "/status.json", nil))
+	mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/status.json", nil))
 	var s statuspage.Snapshot
 	if err := json.Unmarshal(rec.Body.Bytes(), &s); err != nil {
 		t.Fatal(err)
