@@ -118,12 +118,6 @@ func (f *oomFixture) advance(d time.Duration) {
 // goroutine; it only ends a hang, the machine may be busy.
 const waitTimeout = 30 * time.Second
 
-// waitForCond: collector/status_test.go still calls it; use testenv.WaitFor.
-func waitForCond(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	testenv.WaitFor(t, waitTimeout, what, cond)
-}
-
 // scrapeOOM runs one Update and returns every sample as "name{labels}" →
 // value, and the Update error.
 func scrapeOOM(t *testing.T, c Collector) (map[string]float64, error) {
