@@ -41,6 +41,7 @@ func init() {
 			Retention:     *exitsRetention,
 			MaxSeries:     *exitsMaxSeries,
 			NewSeriesHold: *exitsNewSeriesHold,
+			Pods:          deps.pods,
 		}, t, deps.witness(), logger)
 	})
 }
@@ -50,6 +51,8 @@ type ExitsConfig struct {
 	Retention     time.Duration // a counter is dropped this long after its last exit
 	MaxSeries     int           // most counters kept; the oldest goes first
 	NewSeriesHold time.Duration // a new counter reads 0 at least this long (and one scrape)
+	// Pods, when set, names the JVM's namespace, pod and container.
+	Pods podSource
 }
 
 // interruptingEvents are the notices after which the cloud takes the
@@ -148,7 +151,7 @@ func pendingInterruptions(r *cloud.Refresher) func() []string {
 
 // exitSeries is one exit counter.
 type exitSeries struct {
-	labels   []string // identityLabels, then reason
+	labels   []string // identityLabels, then reason, namespace, pod, container
 	exits    float64
 	born     time.Time // first exit
 	last     time.Time // last exit
@@ -189,7 +192,7 @@ func newExitsCollector(cfg ExitsConfig, tracker *jvm.Tracker, witness *exitWitne
 		now:     time.Now,
 		exitsDesc: prometheus.NewDesc(prometheus.BuildFQName(namespace, "jvm", "exits_total"),
 			"Tracked JVMs that ended since the exporter started, by identity and judged reason (oom_killed, heap_exhausted, interrupted, killed, exited, unknown; docs/exits.md). A new series reads 0 for one scrape before its first exit counts, so increase() sees it.",
-			append(append([]string{}, identityLabels...), "reason"), nil),
+			append(append([]string{}, identityLabels...), "reason", "namespace", "pod", "container"), nil),
 		dropped: prometheus.NewDesc(prometheus.BuildFQName(namespace, "jvm", "exits_series_dropped_total"),
 			"Exit counters dropped before their retention because --exits.max-series was reached.", nil, nil),
 		series: map[string]*exitSeries{},
@@ -226,7 +229,10 @@ func (c *exitsCollector) record(decided []exits.Decided[jvm.Sample]) {
 	c.mu.Lock()
 	for _, d := range decided {
 		s := d.Payload
-		labels := []string{strconv.Itoa(s.PID), labelValue(s.Role), labelValue(s.AppID), labelValue(s.ExecutorID), d.Verdict.Reason}
+		// Named at the exit: the JVM's info series goes with it.
+		ns, pod, container := podOfCgroup(s.CgroupPath, c.cfg.Pods)
+		labels := []string{strconv.Itoa(s.PID), labelValue(s.Role), labelValue(s.AppID), labelValue(s.ExecutorID), d.Verdict.Reason,
+			labelValue(ns), labelValue(pod), labelValue(container)}
 		key := strings.Join(labels, "\xff")
 		if series, ok := c.series[key]; ok {
 			series.exits++

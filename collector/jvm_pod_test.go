@@ -17,6 +17,7 @@ import (
 
 	"github.com/executor-exporter/executor_exporter/internal/cloud"
 	"github.com/executor-exporter/executor_exporter/internal/cloud/cloudtest"
+	"github.com/executor-exporter/executor_exporter/internal/exits"
 	"github.com/executor-exporter/executor_exporter/internal/jvm"
 	"github.com/executor-exporter/executor_exporter/internal/testenv"
 	"github.com/executor-exporter/executor_exporter/internal/testjvm"
@@ -283,5 +284,31 @@ func TestJVMPodAPIFailuresLeaveScrapesAlone(t *testing.T) {
 	testenv.WaitFor(t, 60*time.Second, "the refused list", func() bool { return !r.Pods().Success })
 	if got := jvmInfo(t, reg, pidLabel); !matches(got, layout.want) || !matches(got, fromCgroup) {
 		t.Fatalf("after a refused list: %v, want %v", got, layout.want)
+	}
+}
+
+// An executor's exit names its pod as the pod list had it, from the last
+// sample's cgroup: its info series, the usual join, ends with it.
+func TestExitsNameThePod(t *testing.T) {
+	podCgroup := "/kubepods/burstable/pod" + layoutUID + "/" + layoutCID
+	pods := staticPods{cloud.PodsSnapshot{Index: cloud.NewPodIndex([]cloud.Pod{{UID: layoutUID, Namespace: "data-eng", Name: "etl-exec-7",
+		Containers: map[string]cloud.Container{layoutCID: {Name: "spark-kubernetes-executor"}}}})}}
+	cfg := defaultExitsConfig
+	cfg.Pods = pods
+	f := newExitsFixture(t, cfg)
+	s := jvm.Sample{Identity: jvm.Identity{PID: 101, Role: jvm.RoleExecutor, AppID: "app-1", ExecutorID: "1"}, Time: f.now.Add(-time.Second),
+		HeapUsed: 100 << 20, HeapMax: 1 << 30, RSSJVM: 300 << 20, CgroupPath: podCgroup}
+	f.w.Gone(f.now, []jvm.Exit{{Last: s, Death: exits.Death{PID: 101, Start: f.now.Add(-time.Hour), LastAlive: s.Time, Noticed: f.now, File: exits.FileLeftBehind,
+		Heap: exits.Heap{Known: true, Source: "final counters", Used: s.HeapUsed, Max: s.HeapMax}}}})
+	f.now = f.now.Add(2 * time.Second)
+	f.w.Killed(101, f.now, "heap")
+	key := "executor_jvm_exits_total{app_id=app-1,container=spark-kubernetes-executor,executor_id=1,namespace=data-eng,pid=101,pod=etl-exec-7,reason=oom_killed,role=executor}"
+	var got map[string]float64
+	for range 2 {
+		got, _ = scrapeOOM(t, f.c)
+		f.now = f.now.Add(10 * time.Second)
+	}
+	if got[key] != 1 {
+		t.Fatalf("%s = %v, want 1; all: %v", key, got[key], got)
 	}
 }
