@@ -108,7 +108,7 @@ func TestRenderEmpty(t *testing.T) {
 		"Not known yet",
 		"the JVMs have not been sampled yet",
 		"The kernel log is not followed",
-		"Executor exits are not counted by this exporter.",
+		"Executor exits are not counted (the exits collector is disabled).",
 		`0 JVMs, 0 of them past their container limit; 0 recent OOM kills`,
 	} {
 		if !strings.Contains(b.String(), want) {

@@ -37,7 +37,7 @@ type Snapshot struct {
 	// read the kernel log; Kills is then empty because nobody looked.
 	KillsFollowed bool   `json:"oom_kills_followed"`
 	Kills         []Kill `json:"oom_kills"` // newest first
-	// ExitsCounted is false until an exits source is wired in.
+	// ExitsCounted is false when the exits collector is disabled.
 	ExitsCounted bool   `json:"exits_counted"`
 	Exits        []Exit `json:"exits"` // newest first
 }
@@ -130,6 +130,6 @@ type Sample struct {
 type Exit struct {
 	Time time.Time `json:"time"`
 	Identity
-	Reason string `json:"reason"` // oom_killed, killed, heap_exhausted, interrupted, exited
+	Reason string `json:"reason"` // oom_killed, heap_exhausted, interrupted, killed, exited, unknown
 	Detail string `json:"detail"` // the evidence
 }
