@@ -201,10 +201,13 @@ func TestJVMPodFromCgroupLayouts(t *testing.T) {
 			if got["app_id"] != "spark-5f0e8a2b" || got["executor_id"] != "7" {
 				t.Errorf("identity labels: %v", got)
 			}
+			t.Logf("executor_jvm_info with the API: %d bytes in the text format", infoLineBytes(got))
 			if l.noAPI != nil {
-				if got := jvmInfo(t, podJVMCollector(t, nil), pidLabel); !matches(got, l.noAPI) {
+				got := jvmInfo(t, podJVMCollector(t, nil), pidLabel)
+				if !matches(got, l.noAPI) {
 					t.Errorf("without the API\n got  %v\n want %v", got, l.noAPI)
 				}
+				t.Logf("executor_jvm_info without the API: %d bytes in the text format", infoLineBytes(got))
 			}
 		})
 	}
@@ -311,4 +314,14 @@ func TestExitsNameThePod(t *testing.T) {
 	if got[key] != 1 {
 		t.Fatalf("%s = %v, want 1; all: %v", key, got[key], got)
 	}
+}
+
+// infoLineBytes is the length of a series' line in the text format:
+// name{k="v",…} 1.
+func infoLineBytes(labels map[string]string) int {
+	n := len("executor_jvm_info{} 1") + len(labels) - 1
+	for k, v := range labels {
+		n += len(k) + len(`=""`) + len(v)
+	}
+	return n
 }
