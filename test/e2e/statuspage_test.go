@@ -34,8 +34,8 @@ const xssAppID = "app-<script>document.title='pwned'</script>"
 // whose heap cannot fit its container and a second executor the kernel
 // OOM-kills in a 256 MiB memory cgroup; headless Chromium opens / and the
 // rendered DOM must show the machine, the live executor's row (its app id,
-// from the command line, holding <script>, as text) and the kill with its
-// heap verdict and advice. The screenshot is saved as an artifact
+// from the command line, holding <script>, as text), the kill with its
+// heap verdict and advice, and the executor's exit as oom_killed. The screenshot is saved as an artifact
 // (go test -artifacts -outputdir DIR); -update also writes it to
 // docs/img/status-page.png for the README.
 func TestStatusPageInBrowser(t *testing.T) {
@@ -77,16 +77,20 @@ func TestStatusPageInBrowser(t *testing.T) {
 	}
 
 	// The page shows what the exporter holds; wait until it holds the
-	// kill, the machine and a sample of the live executor with its Python
-	// worker.
+	// kill, the exit, the machine and a sample of the live executor with
+	// its Python worker.
 	var status statuspage.Snapshot
-	testenv.WaitFor(t, 60*time.Second, "/status.json to hold the kill, the machine and the live executor", func() bool {
+	testenv.WaitFor(t, 60*time.Second, "/status.json to hold the kill, the exit, the machine and the live executor", func() bool {
 		status = getStatus(t, e)
-		return findKill(status, victim.PID) != nil && status.Machine != nil && len(status.Machine.Notices) > 0 &&
+		return findKill(status, victim.PID) != nil && findExit(status, victim.PID) != nil &&
+			status.Machine != nil && len(status.Machine.Notices) > 0 &&
 			findJVM(status, live.PID) != nil && findJVM(status, live.PID).RSSPython > 0
 	})
 	if k := findKill(status, victim.PID); k.Cause != "heap" || k.Victim == nil || k.Victim.ExecutorID != "3" || k.LastSample == nil {
 		t.Errorf("status.json kill: %+v, want cause heap, executor 3 and its last sample", k)
+	}
+	if x := findExit(status, victim.PID); x.Reason != "oom_killed" || x.ExecutorID != "3" {
+		t.Errorf("status.json exit: %+v, want executor 3 oom_killed", x)
 	}
 
 	dom := chromiumDumpDOM(t, chromium, "http://"+e.Addr+"/")
@@ -111,7 +115,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 }
 
 // checkStatusDOM checks the rendered page: the machine, the live
-// executor's row, and the kill.
+// executor's row, the kill and the exit.
 func checkStatusDOM(t *testing.T, doc *html.Node, live, victim *testjvm.JVM) {
 	t.Helper()
 	machine := textOf(byID(doc, "machine"))
@@ -160,6 +164,16 @@ func checkStatusDOM(t *testing.T, doc *html.Node, live, victim *testjvm.JVM) {
 	if got := textOf(findFirst(kill, hasClass("reason"))); !strings.Contains(got, "committed heap") {
 		t.Errorf("the kill's reason %q does not give the figures", got)
 	}
+
+	var exit *html.Node
+	for _, tr := range findAll(byID(doc, "exits"), func(n *html.Node) bool { return n.Data == "tr" }) {
+		if strings.Contains(textOf(tr), fmt.Sprintf("Spark executor 3 of app-oom-test (pid %d)", victim.PID)) {
+			exit = tr
+		}
+	}
+	if got := textOf(findFirst(exit, hasClass("exit-reason"))); got != "oom_killed" {
+		t.Errorf("the executor's exit renders with reason %q, want oom_killed: %q", got, textOf(byID(doc, "exits")))
+	}
 }
 
 func getStatus(t *testing.T, e *exporter) statuspage.Snapshot {
@@ -184,6 +198,15 @@ func findKill(s statuspage.Snapshot, pid int) *statuspage.Kill {
 	for i := range s.Kills {
 		if s.Kills[i].PID == pid {
 			return &s.Kills[i]
+		}
+	}
+	return nil
+}
+
+func findExit(s statuspage.Snapshot, pid int) *statuspage.Exit {
+	for i := range s.Exits {
+		if s.Exits[i].PID == pid {
+			return &s.Exits[i]
 		}
 	}
 	return nil
@@ -252,6 +275,9 @@ func copyFile(t *testing.T, from, to string) {
 
 func findAll(n *html.Node, match func(*html.Node) bool) []*html.Node {
 	var out []*html.Node
+	if n == nil {
+		return nil
+	}
 	for c := range n.Descendants() {
 		if match(c) {
 			out = append(out, c)
