@@ -53,6 +53,7 @@ func statusJVM(j *jvm.JVM, pods cloud.PodsSnapshot) statuspage.JVM {
 	out := statuspage.JVM{
 		Identity:  statusIdentity(j.PID, j.Role, j.AppID, j.ExecutorID),
 		MainClass: labelValue(j.MainClass),
+		Counters:  j.Counters,
 		Memory: statuspage.Memory{
 			HeapUsed: j.Stats.HeapUsed, HeapCommitted: j.Stats.HeapCommitted, HeapMax: j.Stats.HeapMax,
 			NonHeapUsed: j.Stats.NonHeapUsed, NonHeapCommitted: j.Stats.NonHeapCommitted,

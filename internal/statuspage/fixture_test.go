@@ -52,6 +52,11 @@ func fixture() Snapshot {
 				Memory:    Memory{HeapUsed: 300 * mib, HeapCommitted: 512 * mib, HeapMax: 1024 * mib, NonHeapUsed: 90 * mib, NonHeapCommitted: 100 * mib, RSSJVM: 640 * mib},
 			},
 			{Identity: Identity{PID: 1200, Role: "jvm"}, MainClass: "com.example.Sidecar"},
+			{
+				Identity: Identity{PID: 4500, Role: "executor", AppID: "spark-4f2a", ExecutorID: "4"}, Counters: "perf_disable_shared_mem",
+				MainClass: "org.apache.spark.executor.CoarseGrainedExecutorBackend",
+				Memory:    Memory{RSSJVM: 700 * mib, RSSPython: 100 * mib, ContainerLimit: 1024 * mib, ContainerUsage: 820 * mib},
+			},
 		},
 		ExitsCounted: true,
 		Exits: []Exit{{

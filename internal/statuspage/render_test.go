@@ -73,7 +73,10 @@ func TestRenderFacts(t *testing.T) {
 		// Executor 3: 2 GiB + 200 MiB + 600 MiB of Python in 3000 MiB.
 		`<tr class="tight" data-pid="4300">`,
 		`<td class="id">etl/etl-exec-3</td>`,
-		`5 JVMs, 1 of them past their container limit; 2 recent OOM kills`,
+		`6 JVMs, 1 of them past their container limit; 2 recent OOM kills`,
+		// Executor 4 publishes no hsperfdata: its heap is unknown, its RSS is not.
+		`<div class="sub no-counters">no hsperfdata: perf_disable_shared_mem</div>`,
+		`heap unknown; resident 800 MiB of 1 GiB`,
 		`Spark executor 1 of spark-4f2a (pid 4001) in etl/etl-exec-1`,
 		`<span class="cause cause-heap">heap</span>`,
 		`<div class="advice">lower -Xmx (spark.executor.memory) or raise the limit</div>`,
@@ -88,7 +91,7 @@ func TestRenderFacts(t *testing.T) {
 		}
 	}
 	// Drivers first, then executors by executor id as a number.
-	order := []string{`data-pid="3900"`, `data-pid="4100"`, `data-pid="4300"`, `data-pid="4242"`, `data-pid="1200"`}
+	order := []string{`data-pid="3900"`, `data-pid="4100"`, `data-pid="4300"`, `data-pid="4500"`, `data-pid="4242"`, `data-pid="1200"`}
 	last := -1
 	for _, o := range order {
 		i := strings.Index(html, o)

@@ -95,6 +95,11 @@ type Memory struct {
 type JVM struct {
 	Identity
 	MainClass string `json:"main_class"`
+	// Counters is "hsperfdata" when the heap figures come from HotSpot's
+	// counters, or why the JVM publishes none (use_perf_data_off,
+	// perf_disable_shared_mem, no_file): then only RSS and the container
+	// are known.
+	Counters string `json:"counters"`
 	Memory
 }
 

@@ -35,6 +35,7 @@ type field struct{ Name, Value string }
 type jvmRow struct {
 	PID, Role, AppID, ExecutorID, Where, MainClass string
 	MainShort                                      string // the class's simple name
+	NoCounters                                     string // why there are no heap figures; empty when there are
 	HeapUsed, HeapCommitted, HeapMax               string
 	NonHeap                                        string
 	RSSJVM, RSSPython, RSSOther                    string
@@ -48,6 +49,7 @@ type jvmRow struct {
 // past the limit shows as a bar that crosses the limit's mark.
 type bar struct {
 	Heap, NonHeap, Children float64 // widths, percent
+	RSS                     float64 // width of the resident memory, when the heap is unknown
 	Limit                   float64 // the limit's mark, percent; 0 when unlimited
 	Class                   string  // fits, tight, over, unlimited
 	Verdict, Title          string
@@ -180,6 +182,17 @@ func newJVMRow(j *JVM) jvmRow {
 	if j.ContainerLimit > 0 {
 		limit = formatBytes(j.ContainerLimit)
 	}
+	if noCounters(j) {
+		return jvmRow{
+			PID: strconv.Itoa(j.PID), Role: j.Role, AppID: j.AppID, ExecutorID: j.ExecutorID,
+			Where: where(&j.Identity), MainClass: j.MainClass, MainShort: j.MainClass[strings.LastIndexByte(j.MainClass, '.')+1:],
+			NoCounters: "no hsperfdata: " + j.Counters,
+			HeapUsed:   "n/a", HeapCommitted: "n/a", HeapMax: "n/a", NonHeap: "n/a",
+			RSSJVM: formatBytes(j.RSSJVM), RSSPython: formatBytes(j.RSSPython), RSSOther: formatBytes(j.RSSOther),
+			Limit: limit,
+			Bar:   newRSSBar(&j.Memory),
+		}
+	}
 	return jvmRow{
 		PID: strconv.Itoa(j.PID), Role: j.Role, AppID: j.AppID, ExecutorID: j.ExecutorID,
 		Where: where(&j.Identity), MainClass: j.MainClass, MainShort: j.MainClass[strings.LastIndexByte(j.MainClass, '.')+1:],
@@ -229,6 +242,31 @@ func newBar(m *Memory) bar {
 	}
 	b.Limit = percent(m.ContainerLimit, scale)
 	b.Title = budget + " against a limit of " + formatBytes(m.ContainerLimit)
+	return b
+}
+
+// noCounters: the JVM publishes no hsperfdata, so its heap is unknown. An
+// empty Counters is taken as counters present (a snapshot from before the
+// field).
+func noCounters(j *JVM) bool { return j.Counters != "" && j.Counters != "hsperfdata" }
+
+// newRSSBar draws, for a JVM without heap figures, what it holds now —
+// the process tree's resident memory — against the limit: what it may
+// grow to is unknown.
+func newRSSBar(m *Memory) bar {
+	rss := m.RSSJVM + m.RSSPython + m.RSSOther
+	scale := float64(max(rss, m.ContainerLimit))
+	b := bar{Class: "unlimited", Verdict: "heap unknown"}
+	if scale == 0 {
+		return b
+	}
+	b.RSS = percent(rss, scale)
+	b.Title = "resident memory of the process tree " + formatBytes(rss) + "; no heap figures"
+	if m.ContainerLimit > 0 {
+		b.Limit = percent(m.ContainerLimit, scale)
+		b.Verdict = "heap unknown; resident " + formatBytes(rss) + " of " + formatBytes(m.ContainerLimit)
+		b.Title += ", against a limit of " + formatBytes(m.ContainerLimit)
+	}
 	return b
 }
 
