@@ -85,6 +85,7 @@ type cloudCollector struct {
 	refresher *cloud.Refresher
 
 	info, pending, pendingTime, refreshSuccess, lastRefresh *prometheus.Desc
+	podListSuccess                                          *prometheus.Desc
 }
 
 // NewCloudCollector starts the background refresher (detection, metadata,
@@ -113,6 +114,9 @@ func NewCloudCollector(cfg cloud.Config, logger log.Logger) (Collector, error) {
 		lastRefresh: prometheus.NewDesc(prometheus.BuildFQName(namespace, "metadata", "last_refresh_timestamp_seconds"),
 			"When instance metadata and node labels were last refreshed successfully, as a Unix time.",
 			nil, nil),
+		podListSuccess: prometheus.NewDesc(prometheus.BuildFQName(namespace, "kubernetes", "pod_list_success"),
+			"Whether the last list of this node's pods (namespace, pod and container of each JVM) succeeded; absent when pods are not listed.",
+			nil, nil),
 	}, nil
 }
 
@@ -127,6 +131,9 @@ func (c *cloudCollector) Update(ch chan<- prometheus.Metric) error {
 		i.Provider, i.Platform, i.InstanceType, i.Lifecycle, i.Region, i.Zone, i.InstanceID, i.Node, i.NodePool, i.Source)
 
 	ch <- prometheus.MustNewConstMetric(c.refreshSuccess, prometheus.GaugeValue, cloudBoolToFloat(snap.RefreshSuccess))
+	if pods := c.refresher.Pods(); !pods.LastAttempt.IsZero() {
+		ch <- prometheus.MustNewConstMetric(c.podListSuccess, prometheus.GaugeValue, cloudBoolToFloat(pods.Success))
+	}
 	if !snap.LastSuccess.IsZero() {
 		ch <- prometheus.MustNewConstMetric(c.lastRefresh, prometheus.GaugeValue, cloudUnixSeconds(snap.LastSuccess))
 	}

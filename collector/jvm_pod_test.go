@@ -325,3 +325,44 @@ func infoLineBytes(labels map[string]string) int {
 	}
 	return n
 }
+
+// executor_kubernetes_pod_list_success says whether the names are current.
+func TestCloudCollectorReportsPodList(t *testing.T) {
+	stub, _ := kubeStub(t, "containerd")
+	dir := t.TempDir()
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: stub.Certificate().Raw})
+	if err := os.WriteFile(filepath.Join(dir, "ca.crt"), ca, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewCloudCollector(cloud.Config{Provider: cloud.ProviderNone, SysFS: dir, Timeout: 5 * time.Second, RefreshInterval: time.Hour,
+		Kubernetes: cloud.KubernetesConfig{NodeName: "n1", APIURL: stub.URL, TokenFile: filepath.Join(dir, "token"), CAFile: filepath.Join(dir, "ca.crt"),
+			Pods: cloud.PodsConfig{Enabled: true, RefreshInterval: time.Hour, MinInterval: 10 * time.Millisecond}}}, log.NewNopLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.(Stopper).Stop()
+	r := c.(*cloudCollector).refresher
+	listOK := func() (float64, bool) {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(NewExecutorCollectorFrom(log.NewNopLogger(), map[string]Collector{"cloud": c}))
+		families, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range families {
+			if mf.GetName() == "executor_kubernetes_pod_list_success" {
+				return value(mf.GetMetric()[0]), true
+			}
+		}
+		return 0, false
+	}
+	testenv.WaitFor(t, 30*time.Second, "a refused list (no token)", func() bool {
+		v, ok := listOK()
+		return ok && v == 0
+	})
+	if err := os.WriteFile(filepath.Join(dir, "token"), []byte("t0ken"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r.WantPod(layoutUID, "") // not listed yet: a list now
+	testenv.WaitFor(t, 30*time.Second, "a list that succeeds", func() bool { v, _ := listOK(); return v == 1 })
+}
