@@ -19,10 +19,11 @@ type page struct {
 	MachineMissing string  // why there is no machine section
 	Notices        []string
 
-	Summary     string
-	JVMsSampled string
-	JVMs        []jvmRow
-	JVMsDropped int
+	Summary       string
+	JVMsSampled   string
+	JVMs          []jvmRow
+	JVMsDropped   int
+	AnyNoCounters bool // a row draws resident memory instead of a budget
 
 	KillsFollowed bool
 	Kills         []killRow
@@ -91,6 +92,7 @@ func newPage(s *Snapshot) page {
 		if row.Bar.Class == "over" {
 			over++
 		}
+		p.AnyNoCounters = p.AnyNoCounters || row.NoCounters != ""
 		p.JVMs = append(p.JVMs, row)
 	}
 	for i := range s.Kills {
