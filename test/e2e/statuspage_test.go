@@ -35,8 +35,9 @@ const xssAppID = "app-<script>document.title='pwned'</script>"
 // OOM-kills in a 256 MiB memory cgroup; headless Chromium opens / and the
 // rendered DOM must show the machine, the live executor's row (its app id,
 // from the command line, holding <script>, as text), the kill with its
-// heap verdict and advice, and the executor's exit as oom_killed. The screenshot is saved as an artifact
-// (go test -artifacts -outputdir DIR); -update also writes it to
+// heap verdict and advice, and the executor's exit as oom_killed. The
+// screenshot is saved as an artifact (go test -artifacts -outputdir DIR;
+// make test keeps them in .artifacts/); -update also writes it to
 // docs/img/status-page.png for the README.
 func TestStatusPageInBrowser(t *testing.T) {
 	testenv.RequireRoot(t)
