@@ -366,3 +366,43 @@ func TestCloudCollectorReportsPodList(t *testing.T) {
 	r.WantPod(layoutUID, "") // not listed yet: a list now
 	testenv.WaitFor(t, 30*time.Second, "a list that succeeds", func() bool { v, _ := listOK(); return v == 1 })
 }
+
+// recordingPods is a pod list that records what it is asked for.
+type recordingPods struct {
+	staticPods
+	wanted []string
+}
+
+func (r *recordingPods) WantPod(uid, containerID string) { r.wanted = append(r.wanted, uid+"/"+containerID) }
+
+// A JVM in a pod or container the list lacks asks for a list; one the list
+// has does not; the environment's pod name stands until the list has it.
+func TestResolvePodAsksForWhatTheListLacks(t *testing.T) {
+	other := strings.Repeat("c", 64)
+	src := &recordingPods{staticPods: staticPods{cloud.PodsSnapshot{Index: cloud.NewPodIndex([]cloud.Pod{{UID: layoutUID, Namespace: "ns", Name: "p",
+		Containers: map[string]cloud.Container{layoutCID: {Name: "exec", ID: "containerd://" + layoutCID}}}})}}}
+	jvmIn := func(uid, cid string) *jvm.JVM {
+		return &jvm.JVM{Sample: jvm.Sample{CgroupPath: "/kubepods/pod" + uid + "/" + cid}, Pod: "from-env"}
+	}
+	snap := src.Pods()
+	if got := resolvePod(jvmIn(layoutUID, layoutCID), snap, src, nil); got.pod != "p" || got.container != "exec" || got.containerID != "containerd://"+layoutCID {
+		t.Errorf("listed pod: %+v", got)
+	}
+	if got := resolvePod(jvmIn(layoutUID, other), snap, src, nil); got.pod != "p" || got.container != "" || got.containerID != other {
+		t.Errorf("listed pod, new container: %+v", got)
+	}
+	if got := resolvePod(jvmIn(driverUIDForTest, layoutCID), snap, src, nil); got.pod != "from-env" || got.namespace != "" || got.uid != driverUIDForTest {
+		t.Errorf("pod not listed: %+v", got)
+	}
+	want := []string{layoutUID + "/" + other, driverUIDForTest + "/" + layoutCID}
+	if strings.Join(src.wanted, " ") != strings.Join(want, " ") {
+		t.Errorf("asked for %v, want %v", src.wanted, want)
+	}
+	// An allowlist gives every JVM the same label names.
+	got := resolvePod(jvmIn(layoutUID, layoutCID), snap, src, []string{"team", "spark-app-name"})
+	if len(got.labels) != 2 || got.labels["team"] != "" {
+		t.Errorf("allowlisted labels: %v", got.labels)
+	}
+}
+
+const driverUIDForTest = "11111111-2222-4333-8444-555555555555"
