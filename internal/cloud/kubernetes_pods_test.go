@@ -189,6 +189,10 @@ func TestPodsWantAsksOnce(t *testing.T) {
 			t.Fatalf("asking for an unknown pod, time %d: woken %v", i+1, i != 0)
 		}
 	}
+	l.want(execUID, strings.Repeat("1", 64)) // asked before the driver: still remembered
+	if woken() {
+		t.Fatal("a container asked for before another pod woke the lister again")
+	}
 	for range maxAsked + 1 {
 		l.want(driverUID, strings.Repeat("2", 63)+string(rune('0'+len(l.asked)%10)))
 	}
