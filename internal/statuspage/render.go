@@ -23,11 +23,28 @@ func Render(w io.Writer, s *Snapshot) error {
 	return pageTemplate.Execute(w, newPage(s))
 }
 
-// WriteJSON writes s as /status.json serves it.
+// WriteJSON writes s as /status.json serves it. Empty lists are [], never
+// null, so `jq '.jvms[]'` works on a node with none.
 func WriteJSON(w io.Writer, s *Snapshot) error {
+	out := *s
+	out.JVMs = orEmpty(out.JVMs)
+	out.Kills = orEmpty(out.Kills)
+	out.Exits = orEmpty(out.Exits)
+	if out.Machine != nil {
+		m := *out.Machine
+		m.Notices = orEmpty(m.Notices)
+		out.Machine = &m
+	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(s)
+	return enc.Encode(&out)
+}
+
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }
 
 // Source returns the current snapshot from what is already in memory; it

@@ -256,6 +256,18 @@ func TestJSONRoundTrip(t *testing.T) {
 	}
 }
 
+func TestJSONEmptyListsAreArrays(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteJSON(&b, &Snapshot{Machine: &Machine{}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"jvms": []`, `"oom_kills": []`, `"exits": []`, `"interruption_notices": []`} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("status.json of an empty node lacks %s:\n%s", want, b.String())
+		}
+	}
+}
+
 func TestHandlers(t *testing.T) {
 	calls := 0
 	src := func() Snapshot { calls++; return fixture() }
