@@ -406,3 +406,42 @@ func TestResolvePodAsksForWhatTheListLacks(t *testing.T) {
 }
 
 const driverUIDForTest = "11111111-2222-4333-8444-555555555555"
+
+// The flags wire the cloud collector's pod list into the collectors that
+// name pods; --no-kubernetes.pod-metadata and a missing node name leave
+// them without.
+func TestPodListWiring(t *testing.T) {
+	kmsg := filepath.Join(t.TempDir(), "kmsg")
+	if err := os.WriteFile(kmsg, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	build := func(args ...string) *ExecutorCollector {
+		t.Helper()
+		parseFlags(t, append([]string{"--collector.jvm", "--collector.oom", "--collector.exits", "--collector.cloud", "--no-collector.memory",
+			"--oom.kmsg-path=" + kmsg, "--cloud.provider=none", "--kubernetes.api-url=https://127.0.0.1:1",
+			"--kubernetes.pod-labels=spark-app-name, team"}, args...)...)
+		ec, err := NewExecutorCollector(log.NewNopLogger(), NewDependencies(log.NewNopLogger(), JVMTrackerConfigFromFlags()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(ec.Stop)
+		return ec
+	}
+	t.Cleanup(func() { parseFlags(t) })
+
+	ec := build("--kubernetes.node-name=n1")
+	r := ec.Collectors["cloud"].(*cloudCollector).refresher
+	j := ec.Collectors["jvm"].(*jvmCollector)
+	if !r.PodsEnabled() || j.pods != podSource(r) || ec.Collectors["oom"].(*oomCollector).cfg.Pods != podSource(r) ||
+		ec.Collectors["exits"].(*exitsCollector).cfg.Pods != podSource(r) {
+		t.Fatal("the jvm, oom and exits collectors do not read the cloud collector's pod list")
+	}
+	if strings.Join(j.podLabels, ",") != "spark-app-name,team" {
+		t.Errorf("pod label allowlist %q", j.podLabels)
+	}
+	for _, args := range [][]string{{"--kubernetes.node-name=n1", "--no-kubernetes.pod-metadata"}, {"--kubernetes.node-name="}} {
+		if ec := build(args...); ec.Collectors["jvm"].(*jvmCollector).pods != nil {
+			t.Errorf("%v: pods listed", args)
+		}
+	}
+}
