@@ -131,12 +131,10 @@ func (j *Judge[T]) forget(now time.Time) {
 	kept := j.notices[:0]
 	open := map[string]int{}
 	for i, n := range j.notices {
-		_, isOpen := j.open[n.Event]
-		isOpen = isOpen && j.open[n.Event] == i
-		if !isOpen && n.Last.Before(cutoff) {
-			continue
+		if n.Last.Before(cutoff) {
+			continue // a notice still pending was seen at the last Notices call
 		}
-		if isOpen {
+		if oi, ok := j.open[n.Event]; ok && oi == i {
 			open[n.Event] = len(kept)
 		}
 		kept = append(kept, n)
