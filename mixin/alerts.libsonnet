@@ -1,7 +1,9 @@
 // Alerts that warn before the OOM kill, report the kill itself, and watch
-// the exporter. Each has a section in docs/runbook.md (runbook_url).
+// the exporter. Each has a section in docs/runbook.md (runbook_url); the
+// scenarios in ../test/scenarios measure when each warns before a kill.
 {
   local c = $._config,
+  local e = $._expr,
   local sel = c.selector,
 
   // withInstanceType adds instance_type and lifecycle from
@@ -29,10 +31,32 @@
   local jvm = '{{ with $labels.app_id }}application {{ . }} {{ end }}{{ $labels.role }}{{ with $labels.executor_id }} {{ . }}{{ end }} (pid {{ $labels.pid }}) on {{ $labels.instance }}{{ with $labels.instance_type }} ({{ . }}{{ with $labels.lifecycle }}, {{ . }}{{ end }}){{ end }}',
   local node = '{{ $labels.instance }}{{ with $labels.instance_type }} ({{ . }}{{ with $labels.lifecycle }}, {{ . }}{{ end }}){{ end }}',
 
+  // show(expr) prints, in a description, the value of expr for the alert's
+  // JVM (expr's selectors are narrowed to its instance and pid) in IEC units.
+  local show(expr) =
+    '{{ with printf `%s` $labels.instance $labels.pid | query }}{{ . | first | value | humanize1024 }}B{{ end }}' %
+    std.strReplace(expr, sel, sel + ', instance="%[1]s", pid="%[2]s"'),
+  // The Python workers' share, when there are any.
+  local pythonNote =
+    '{{ with printf `executor_process_resident_memory_bytes{%s, instance="%%s", pid="%%s", kind="python"} > 0` $labels.instance $labels.pid | query }} (Python workers: {{ . | first | value | humanize1024 }}B of it; if they are what grows, raise spark.executor.pyspark.memory instead){{ end }}' % sel,
+
+  // How much larger the heap must be for the live data (the smallest heap
+  // use of the window) to take at most heapAfterGCTarget of it, and by a
+  // quarter at least, in whole MiB.
+  local raiseBy = e.mib('sum without(area) (min_over_time(executor_jvm_memory_used_bytes{%(sel)s, area="heap"}[%(w)s])) / %(target)g - %(max)s' % {
+    sel: sel,
+    w: c.heapAfterGCWindow,
+    target: c.heapAfterGCTarget,
+    max: e.heapMax,
+  }),
+  local raise =
+    '{{ with printf `%s` $labels.instance $labels.pid | query }}{{ . | first | value | printf "%%.0f" }}{{ end }}' %
+    std.strReplace('(%(a)s > %(b)s or %(b)s)' % { a: raiseBy, b: e.mib(e.heapMax + ' / 4') }, sel, sel + ', instance="%[1]s", pid="%[2]s"'),
+
   local alert(name, severity, forDuration, expr, summary, description) = {
     alert: name,
     expr: expr,
-    'for': forDuration,
+    [if forDuration != null then 'for']: forDuration,
     labels: { severity: severity },
     annotations: {
       summary: summary,
@@ -43,6 +67,67 @@
 
   prometheusAlerts+:: {
     groups+: [
+      {
+        name: 'executor_exporter.memory',
+        rules: [
+          alert(
+            'ExecutorMemoryConfigurationDoomed',
+            'critical',
+            c.doomedFor,
+            withInstanceType(|||
+              %(over)s > 0
+            ||| % { over: e.mib('%s - %s * %g' % [e.demand, e.limit, c.doomedThreshold]) }, ['pid']),
+            'Executor heap max plus non-heap memory exceeds its container limit.',
+            ('%s cannot fit its container: heap max %s + non-heap %s%s is {{ $value }} MiB over the %s limit. ' +
+             'When the heap fills, the container is OOM-killed (exit code 137). ' +
+             'Raise spark.executor.memoryOverhead by {{ $value }} MiB, or lower spark.executor.memory by {{ $value }} MiB.') %
+            [jvm, show(e.heapMax), show(e.nonHeap), pythonNote, show('executor_container_memory_limit_bytes{%s}' % sel)],
+          ),
+          alert(
+            'ExecutorMemoryOverheadBudgetNearlyExhausted',
+            'warning',
+            c.budgetFor,
+            withInstanceType(|||
+              %(short)s > 0
+              and
+              %(budget)s > 0
+            ||| % { short: e.mib('%s / %g - %s' % [e.nonHeap, c.budgetThreshold, e.budget]), budget: e.budget }, ['pid']),
+            'Executor non-heap memory nearly fills its overhead budget.',
+            ('%s holds %s outside its heap%s: more than %g%% of its overhead budget, the %s its container limit leaves beside the heap max. ' +
+             'Past the budget, the container is OOM-killed (exit code 137) when the heap fills. ' +
+             'Raise spark.executor.memoryOverhead by at least {{ $value }} MiB (or lower spark.executor.memory by as much); if the non-heap memory keeps growing, look for a native leak (direct buffers, threads).') %
+            [jvm, show(e.nonHeap), pythonNote, c.budgetThreshold * 100, show(e.budget)],
+          ),
+          alert(
+            'ExecutorMemoryOverheadBudgetExhaustionPredicted',
+            'warning',
+            c.budgetPredictFor,
+            // A subquery rather than the recorded non-heap series: an alert
+            // that reads another group's output sees it one evaluation late
+            // or not, as the groups happen to run.
+            withInstanceType(|||
+              %(short)s > 0
+              and on(%(cluster)s, instance, pid)
+              %(nonHeap)s / %(budget)s > %(minRatio)g
+              and on(%(cluster)s, instance, pid)
+              time() - executor_jvm_start_time_seconds{%(sel)s} > %(minAge)d
+            ||| % {
+              short: e.mib('predict_linear((%s)[%s:1m], %d) - %s' % [e.nonHeap, c.budgetPredictWindow, c.budgetPredictMinutes * 60, e.budget]),
+              nonHeap: e.nonHeap,
+              budget: e.budget,
+              cluster: c.clusterLabel,
+              sel: sel,
+              minRatio: c.budgetPredictMinRatio,
+              minAge: std.parseInt(std.rstripChars(c.budgetPredictMinAge, 'm')) * 60,
+            }, ['pid']),
+            'Executor non-heap memory predicted to outgrow its overhead budget.',
+            ('At the rate of the last %s, the memory %s holds outside its heap (%s now%s) outgrows its overhead budget (the %s its container limit leaves beside the heap max) by {{ $value }} MiB within %d minutes. ' +
+             'Steady growth there is a native leak (direct buffers, threads, JNI) or growing Python workers. ' +
+             'Raise spark.executor.memoryOverhead by {{ $value }} MiB to get through, and find the leak.') %
+            [c.budgetPredictWindow, jvm, show(e.nonHeap), pythonNote, show(e.budget), c.budgetPredictMinutes],
+          ),
+        ],
+      },
       {
         name: 'executor_exporter.jvm',
         rules: [
@@ -57,59 +142,67 @@
                 sum by(%(cluster)s, instance, pid) (increase(executor_jvm_gc_collections_total{%(sel)s}[%(window)s])) > 0
             ||| % { sel: sel, window: c.heapAfterGCWindow, threshold: c.heapAfterGCThreshold, cluster: c.clusterLabel }, ['pid']),
             'JVM heap nearly full after garbage collection.',
-            'The heap of %s has not dropped below {{ $value | humanizePercentage }} of its maximum in %s although the garbage collector runs: the live data does not fit. Expect GC overhead, then java.lang.OutOfMemoryError (exit code 52).' % [jvm, c.heapAfterGCWindow],
+            ('The heap of %s has not dropped below {{ $value | humanizePercentage }} of its %s maximum in %s although the garbage collector runs: the live data does not fit. ' +
+             'Expect GC overhead, then java.lang.OutOfMemoryError (exit code 52). ' +
+             'Raise spark.executor.memory by %s MiB (so that the live data takes at most %g%% of the heap), or give each task less data (more partitions, fewer spark.executor.cores).') %
+            [jvm, show(e.heapMax), c.heapAfterGCWindow, raise, c.heapAfterGCTarget * 100],
           ),
           alert(
             'ExecutorJVMGCOverhead',
             'critical',
             c.gcOverheadFor,
             withInstanceType(|||
-              sum without(gc) (rate(executor_jvm_gc_collection_seconds_total{%(sel)s}[%(rate)s])) > %(threshold)g
-            ||| % { sel: sel, rate: c.rateInterval, threshold: c.gcOverheadThreshold }, ['pid']),
+              sum without(gc) (rate(executor_jvm_gc_collection_seconds_total{%(sel)s}[%(window)s])) > %(threshold)g
+            ||| % { sel: sel, window: c.gcOverheadWindow, threshold: c.gcOverheadThreshold }, ['pid']),
             'JVM spends most of its time collecting garbage.',
-            '%s spends {{ $value | humanizePercentage }} of its time in garbage collection. "GC overhead limit exceeded" (OutOfMemoryError, exit code 52) is imminent, and tasks are crawling meanwhile.' % jvm,
+            ('%s spends {{ $value | humanizePercentage }} of its time in garbage collection (heap max %s). "GC overhead limit exceeded" (OutOfMemoryError, exit code 52) is imminent, and tasks are crawling meanwhile. ' +
+             'Raise spark.executor.memory by %s MiB (so that the live data takes at most %g%% of the heap), or give each task less data (more partitions, fewer spark.executor.cores).') % [jvm, show(e.heapMax), raise, c.heapAfterGCTarget * 100],
           ),
         ],
       },
       {
-        name: 'executor_exporter.memory',
+        name: 'executor_exporter.node',
         rules: [
           alert(
-            'ExecutorContainerMemoryNearLimit',
-            'critical',
-            c.workingSetFor,
+            'ExecutorNodeMemoryOvercommitted',
+            'warning',
+            c.nodeOvercommitFor,
             withInstanceType(|||
-              executor_container_memory_working_set_bytes{%(sel)s}
-                / (executor_container_memory_limit_bytes{%(sel)s} > 0) > %(threshold)g
-            ||| % { sel: sel, threshold: c.workingSetThreshold }, ['pid']),
-            'Executor container memory near its limit.',
-            'The working set of the container of %s is {{ $value | humanizePercentage }} of its memory limit. The kernel OOM-kills it (exit code 137) when it reaches the limit.' % jvm,
+              %(over)s > 0
+            ||| % {
+              over: e.mib('sum by(%(cluster)s, job, instance) (%(room)s) - on(%(cluster)s, job, instance) %(t)g * executor_node_memory_available_bytes{%(sel)s}' % {
+                cluster: c.clusterLabel,
+                room: e.heapRoom,
+                t: c.nodeOvercommitThreshold,
+                sel: sel,
+              }),
+            }, []),
+            'The executors on a node can grow past its memory.',
+            ('The heaps of the JVMs on %s may still grow by {{ $value }} MiB more than the memory the node has available. ' +
+             'When they fill, the kernel OOM-kills one of them (cause node). ' +
+             'Schedule fewer executors on the node (on Kubernetes, memory requests equal to the limits), or lower spark.executor.memory so their heaps together shrink by {{ $value }} MiB.') % node,
           ),
           alert(
-            'ExecutorContainerMemoryExhaustionPredicted',
-            'warning',
-            c.exhaustionFor,
+            'ExecutorNodeMemoryNearlyExhausted',
+            'critical',
+            c.nodeAvailableFor,
             withInstanceType(|||
-              predict_linear(executor_container_memory_working_set_bytes{%(sel)s}[%(window)s], %(seconds)d)
-                > executor_container_memory_limit_bytes{%(sel)s}
-              and
-              executor_container_memory_working_set_bytes{%(sel)s}
-                / (executor_container_memory_limit_bytes{%(sel)s} > 0) > %(minRatio)g
-            ||| % { sel: sel, window: c.exhaustionWindow, seconds: c.exhaustionMinutes * 60, minRatio: c.exhaustionMinRatio }, ['pid']),
-            'Executor container memory predicted to run out.',
-            'At the rate of the last %s, the container of %s reaches its memory limit within %d minutes, and is OOM-killed (exit code 137) then.' % [c.exhaustionWindow, jvm, c.exhaustionMinutes],
+              executor_node_memory_available_bytes{%(sel)s} / executor_node_memory_total_bytes{%(sel)s} < %(t)g
+            ||| % { sel: sel, t: c.nodeAvailableThreshold }, []),
+            'Node memory nearly exhausted.',
+            'Node %s has only {{ $value | humanizePercentage }} of its memory available; the kernel OOM killer will pick a victim, most likely the largest executor, when it runs out. Move executors off the node or lower spark.executor.memory.' % node,
           ),
           alert(
             'ExecutorNodeMemoryExhaustionPredicted',
             'warning',
-            c.exhaustionFor,
+            c.nodeExhaustionFor,
             withInstanceType(|||
               predict_linear(executor_node_memory_available_bytes{%(sel)s}[%(window)s], %(seconds)d) < 0
               and
               executor_node_memory_available_bytes{%(sel)s} / executor_node_memory_total_bytes{%(sel)s} < 1 - %(minRatio)g
-            ||| % { sel: sel, window: c.exhaustionWindow, seconds: c.exhaustionMinutes * 60, minRatio: c.exhaustionMinRatio }, []),
+            ||| % { sel: sel, window: c.nodeExhaustionWindow, seconds: c.nodeExhaustionMinutes * 60, minRatio: c.nodeExhaustionMinRatio }, []),
             'Node memory predicted to run out.',
-            'At the rate of the last %s, node %s runs out of available memory within %d minutes; the kernel OOM killer will then pick a victim, most likely the largest executor.' % [c.exhaustionWindow, node, c.exhaustionMinutes],
+            'At the rate of the last %s, node %s runs out of available memory within %d minutes; the kernel OOM killer will then pick a victim, most likely the largest executor.' % [c.nodeExhaustionWindow, node, c.nodeExhaustionMinutes],
           ),
           alert(
             'ExecutorNodeMemoryPressure',
@@ -121,10 +214,15 @@
             'Node under memory pressure.',
             'Tasks on node %s were stalled waiting for memory {{ $value | humanizePercentage }} of the time (PSI): the kernel is reclaiming hard, and an OOM kill may follow.' % node,
           ),
+        ],
+      },
+      {
+        name: 'executor_exporter.oom',
+        rules: [
           alert(
             'ExecutorOOMKilled',
             'warning',
-            '0m',
+            null,
             // A victim's series may start at 1 (its labels were not known
             // before the kill): the second operand catches that first kill,
             // which increase() alone cannot see.
@@ -144,7 +242,7 @@
           alert(
             'ExecutorInstanceInterruptionPending',
             'critical',
-            '0m',
+            null,
             withInstanceType(|||
               executor_instance_interruption_pending{%(sel)s} == 1
             ||| % { sel: sel }, ['event']),
@@ -155,11 +253,11 @@
             'ExecutorMetadataUnavailable',
             'warning',
             c.metadataUnavailableFor,
-            |||
+            withInstanceType(|||
               executor_metadata_refresh_success{%(sel)s} == 0
-            ||| % { sel: sel },
+            ||| % { sel: sel }, []),
             'Instance metadata unavailable.',
-            'executor_exporter on {{ $labels.instance }} could not refresh the instance metadata (instance type, lifecycle, interruption notices) for %s.' % c.metadataUnavailableFor,
+            'executor_exporter on %s could not refresh the instance metadata (instance type, lifecycle, interruption notices) for %s.' % [node, c.metadataUnavailableFor],
           ),
         ],
       },
@@ -170,20 +268,22 @@
             'ExecutorCollectorFailing',
             'warning',
             c.collectorFailingFor,
-            |||
+            withInstanceType(|||
               executor_scrape_collector_success{%(sel)s} == 0
-            ||| % { sel: sel },
+            ||| % { sel: sel }, ['collector']),
             'An executor_exporter collector is failing.',
-            'The {{ $labels.collector }} collector of executor_exporter on {{ $labels.instance }} has failed every scrape for %s; its series are missing.' % c.collectorFailingFor,
+            'The {{ $labels.collector }} collector of executor_exporter on %s has failed every scrape for %s; its series are missing.' % [node, c.collectorFailingFor],
           ),
           alert(
             'ExecutorExporterDown',
             'warning',
             c.exporterDownFor,
+            // up carries no instance_type: the exporter that would say it
+            // is down, and its info series goes stale with it.
             |||
               up{%(sel)s} == 0
             ||| % { sel: sel },
-            'executor_exporter is down.',
+            'Prometheus cannot scrape executor_exporter.',
             'Prometheus has not scraped executor_exporter on {{ $labels.instance }} for %s: no memory alert can fire for the executors there.' % c.exporterDownFor,
           ),
         ],

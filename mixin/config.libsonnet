@@ -1,7 +1,12 @@
 {
   _config+:: {
-    // Selects the exporter's series. Every rule, alert and panel uses it.
+    // Selects the exporter's series in rules and alerts. The dashboards
+    // select by their $job variable instead (see jobVariableSelector).
     selector: 'job="executor_exporter"',
+
+    // The dashboards' $job variable lists the jobs whose targets serve this
+    // series, so they work whatever the scrape job is called.
+    jobVariableSelector: 'executor_exporter_build_info',
 
     // The label that tells Prometheus-wide series of different clusters
     // apart (external labels, a federation label). Joins and aggregations
@@ -13,33 +18,67 @@
     // anything can be grouped by how the machine was bought.
     instanceLabels: ['provider', 'instance_type', 'lifecycle', 'zone', 'node_pool'],
 
-    // Window of rate(), increase() and min_over_time() in rules and alerts.
+    // Window of rate() and increase() in rules and alerts.
     rateInterval: '5m',
 
+    // Doomed configuration: heap max plus the executor's non-heap memory
+    // (everything resident that is not heap: metaspace, code cache, thread
+    // stacks, GC structures, direct buffers, Python workers) above this
+    // fraction of the container limit. The heap fills in the end, so the
+    // container is then OOM-killed.
+    doomedThreshold: 1,
+    doomedFor: '30s',
+
+    // Overhead budget: the container limit minus the heap max is what the
+    // non-heap memory may use (spark.executor.memoryOverhead plus
+    // spark.executor.pyspark.memory). Warn when the non-heap memory uses
+    // more than this fraction of it.
+    budgetThreshold: 0.9,
+    budgetFor: '30s',
+    // ... or when its trend over budgetPredictWindow reaches the budget
+    // within budgetPredictMinutes. Only for JVMs older than
+    // budgetPredictMinAge, so that the start-up ramp (class loading, JIT,
+    // thread pools) is out of the window; and only once budgetPredictMinRatio
+    // of the budget is used.
+    budgetPredictWindow: '30m',
+    budgetPredictMinutes: 60,
+    budgetPredictMinAge: '45m',
+    budgetPredictMinRatio: 0.75,
+    budgetPredictFor: '10m',
+
     // JVM heap nearly full after GC: the smallest heap use over
-    // heapAfterGCWindow (which, while collections run, is what the
-    // collector could not free) is above this fraction of the heap's max.
+    // heapAfterGCWindow (the troughs the collector leaves) is above this
+    // fraction of the heap's max, while collections run.
     heapAfterGCThreshold: 0.9,
-    heapAfterGCWindow: '5m',
-    heapAfterGCFor: '5m',
+    heapAfterGCWindow: '1m',
+    heapAfterGCFor: '30s',
+    // The heap alerts' descriptions say how much to raise the heap by for
+    // the live data to take this fraction of it.
+    heapAfterGCTarget: 0.75,
 
-    // GC overhead: fraction of wall-clock time spent in collections.
-    // HotSpot throws "GC overhead limit exceeded" near 0.98.
+    // GC overhead: fraction of wall-clock time spent in collections over
+    // gcOverheadWindow. HotSpot throws "GC overhead limit exceeded" near 0.98.
     gcOverheadThreshold: 0.3,
-    gcOverheadFor: '5m',
+    gcOverheadWindow: '2m',
+    gcOverheadFor: '1m',
 
-    // Working set of the executor's container against its memory limit.
-    workingSetThreshold: 0.9,
-    workingSetFor: '5m',
+    // Node overcommitted: what the JVMs' heaps may still grow by (heap max
+    // minus committed heap, summed over the node) is more than this
+    // fraction of the node's available memory.
+    nodeOvercommitThreshold: 1,
+    nodeOvercommitFor: '1m',
 
-    // predict_linear over exhaustionWindow says the container's working set
-    // (or the node's available memory) runs out within exhaustionMinutes.
-    exhaustionWindow: '30m',
-    exhaustionMinutes: 15,
-    // Only warn when already this close: a young executor's steep start
-    // extrapolates to anything.
-    exhaustionMinRatio: 0.5,
-    exhaustionFor: '10m',
+    // Node running out: available memory below this fraction of the total.
+    nodeAvailableThreshold: 0.05,
+    nodeAvailableFor: '1m',
+
+    // predict_linear over nodeExhaustionWindow says the node's available
+    // memory runs out within nodeExhaustionMinutes, and less than
+    // nodeExhaustionMinRatio of it is left already.
+    nodeExhaustionWindow: '30m',
+    nodeExhaustionMinutes: 15,
+    nodeExhaustionMinRatio: 0.5,
+    nodeExhaustionFor: '10m',
 
     // Node memory pressure: fraction of time some task stalled on memory
     // (PSI "some").

@@ -6,6 +6,7 @@
 //     _config+:: { selector: 'job="spark-nodes"', clusterLabel: 'k8s_cluster' },
 //   }
 (import 'config.libsonnet') +
+(import 'expressions.libsonnet') +
 (import 'rules.libsonnet') +
 (import 'alerts.libsonnet') +
 (import 'dashboards/dashboards.libsonnet')

@@ -1,68 +1,75 @@
-// Recording rules. Naming follows level:metric:operations, where the level
-// says which labels a series keeps:
+// Recording rules, for dashboards and ad-hoc queries (the alerts inline
+// what they need; see expressions.libsonnet). Naming follows
+// level:metric:operations, where the level says which labels a series
+// keeps:
 //   executor            one JVM: the identity labels pid, role, app_id, executor_id
 //   executor_instance   the same, plus the instance labels of executor_instance_info
-//   executor_node       one machine (instance), plus the instance labels
+//   executor_node       one machine (instance)
 //   app                 one Spark application (app_id)
 //   instance_type       provider, instance_type, lifecycle
+// No rule reads another recording rule: groups are evaluated independently.
 {
   local c = $._config,
+  local e = $._expr,
   local sel = c.selector,
   local instanceLabels = std.join(', ', c.instanceLabels),
+  // Aggregations keep job, so that dashboards can select by it.
+  local instanceTypeLabels = '%s, job, provider, instance_type, lifecycle' % c.clusterLabel,
+  local appLabels = '%s, job, app_id' % c.clusterLabel,
 
   // The instance labels of one machine, deduplicated so that a join never
   // fails on two info series of one instance (e.g. the second a label
   // changed, before the old series is marked stale).
-  local info = 'max by(%(cluster)s, instance, %(labels)s) (executor_instance_info{%(sel)s})' % {
+  local info(labels) = 'max by(%(cluster)s, job, instance, %(labels)s) (executor_instance_info{%(sel)s})' % {
     cluster: c.clusterLabel,
-    labels: instanceLabels,
+    labels: labels,
     sel: sel,
   },
 
-  // withInstanceInfo copies the instance labels onto every series of expr.
-  local withInstanceInfo(expr) = |||
+  // withInstanceInfo copies the labels (all instance labels by default)
+  // onto every series of expr.
+  local withInstanceInfo(expr, labels=instanceLabels) = |||
     %(expr)s
     * on(%(cluster)s, instance) group_left(%(labels)s)
       %(info)s
-  ||| % { expr: std.stripChars(expr, '\n'), cluster: c.clusterLabel, labels: instanceLabels, info: info },
+  ||| % { expr: std.stripChars(expr, '\n'), cluster: c.clusterLabel, labels: labels, info: info(labels) },
 
   local perExecutor = {
     'executor:jvm_heap_used:ratio': |||
-      sum without(area) (executor_jvm_memory_used_bytes{%(sel)s, area="heap"})
+      %(used)s
       /
-      sum without(area) (executor_jvm_memory_max_bytes{%(sel)s, area="heap"} > 0)
-    ||| % { sel: sel },
+      (%(max)s > 0)
+    ||| % { used: e.heapUsed, max: e.heapMax },
     'executor:jvm_gc_time:ratio': |||
       sum without(gc) (rate(executor_jvm_gc_collection_seconds_total{%(sel)s}[%(rate)s]))
     ||| % { sel: sel, rate: c.rateInterval },
     'executor:container_memory_working_set:ratio': |||
       executor_container_memory_working_set_bytes{%(sel)s}
       /
-      (executor_container_memory_limit_bytes{%(sel)s} > 0)
-    ||| % { sel: sel },
-    // What the JVM process holds beyond what the JVM accounts for as heap
-    // and non-heap: direct buffers, thread stacks, malloc arenas, JNI
-    // libraries, the code cache's slack. This is what
-    // spark.executor.memoryOverhead has to cover (with the Python workers).
-    'executor:jvm_native_memory:bytes': |||
-      clamp_min(
-        sum without(kind) (executor_process_resident_memory_bytes{%(sel)s, kind="jvm"})
-        -
-        sum without(area) (executor_jvm_memory_committed_bytes{%(sel)s, area=~"heap|nonheap"}),
-        0
-      )
-    ||| % { sel: sel },
+      %(limit)s
+    ||| % { sel: sel, limit: e.limit },
+    // Everything the executor holds that is not heap (expressions.libsonnet).
+    'executor:memory_nonheap:bytes': e.nonHeap + '\n',
+    // Heap max + non-heap: what the container holds once the heap is full.
+    'executor:memory_demand:bytes': e.demand + '\n',
+    // Container limit - heap max: the room for the non-heap memory.
+    'executor:memory_overhead_budget:bytes': e.budget + '\n',
+    'executor:memory_overhead_budget_used:ratio': |||
+      %(nonHeap)s
+      /
+      (%(budget)s > 0)
+    ||| % { nonHeap: e.nonHeap, budget: e.budget },
   },
 
   local recordOrder = [
     'executor:jvm_heap_used:ratio',
     'executor:jvm_gc_time:ratio',
     'executor:container_memory_working_set:ratio',
-    'executor:jvm_native_memory:bytes',
+    'executor:memory_nonheap:bytes',
+    'executor:memory_demand:bytes',
+    'executor:memory_overhead_budget:bytes',
+    'executor:memory_overhead_budget_used:ratio',
   ],
-
-  local appLabels = '%s, app_id' % c.clusterLabel,
-  local instanceTypeLabels = '%s, provider, instance_type, lifecycle' % c.clusterLabel,
 
   prometheusRules+:: {
     groups+: [
@@ -71,6 +78,12 @@
         rules: [
           { record: r, expr: perExecutor[r] }
           for r in recordOrder
+        ] + [
+          {
+            // How much the heaps of the node's JVMs may still grow.
+            record: 'executor_node:jvm_heap_room:bytes',
+            expr: 'sum by(%s, job, instance) (%s)\n' % [c.clusterLabel, e.heapRoom],
+          },
         ],
       },
       {
@@ -94,27 +107,29 @@
           },
           {
             record: 'instance_type:executor_nodes:count',
-            expr: 'count by(%s) (%s)\n' % [instanceTypeLabels, info],
+            expr: 'count by(%s) (%s)\n' % [instanceTypeLabels, info('provider, instance_type, lifecycle')],
           },
           {
             record: 'instance_type:executor_oom_kills:increase1h',
             expr: |||
               sum by(%(labels)s, cause) (
-                increase(executor_oom_kills_total{%(sel)s}[1h])
-                * on(%(cluster)s, instance) group_left(%(instanceLabels)s)
-                  %(info)s
+                %(joined)s
               )
-            ||| % { labels: instanceTypeLabels, sel: sel, cluster: c.clusterLabel, instanceLabels: instanceLabels, info: info },
+            ||| % {
+              labels: instanceTypeLabels,
+              joined: std.strReplace(withInstanceInfo('increase(executor_oom_kills_total{%s}[1h])' % sel, 'provider, instance_type, lifecycle'), '\n', '\n  '),
+            },
           },
           {
             record: 'instance_type:executor_node_oom_kills:increase1h',
             expr: |||
               sum by(%(labels)s) (
-                increase(executor_node_oom_kills_total{%(sel)s}[1h])
-                * on(%(cluster)s, instance) group_left(%(instanceLabels)s)
-                  %(info)s
+                %(joined)s
               )
-            ||| % { labels: instanceTypeLabels, sel: sel, cluster: c.clusterLabel, instanceLabels: instanceLabels, info: info },
+            ||| % {
+              labels: instanceTypeLabels,
+              joined: std.strReplace(withInstanceInfo('increase(executor_node_oom_kills_total{%s}[1h])' % sel, 'provider, instance_type, lifecycle'), '\n', '\n  '),
+            },
           },
         ],
       },
@@ -130,12 +145,12 @@
             expr: 'sum by(%s, kind) (executor_process_resident_memory_bytes{%s, app_id!=""})\n' % [appLabels, sel],
           },
           {
-            record: 'app:executor_jvm_native_memory:bytes',
-            expr: 'sum by(%s) (executor:jvm_native_memory:bytes{%s, app_id!=""})\n' % [appLabels, sel],
+            record: 'app:executor_memory_nonheap:bytes',
+            expr: 'sum by(%s) (%s)\n' % [appLabels, e.of(sel + ', app_id!=""').nonHeap],
           },
           {
             record: 'app:executor_jvm_gc_time:ratio',
-            expr: 'max by(%s) (executor:jvm_gc_time:ratio{%s, app_id!=""})\n' % [appLabels, sel],
+            expr: 'max by(%s) (sum without(gc) (rate(executor_jvm_gc_collection_seconds_total{%s, app_id!=""}[%s])))\n' % [appLabels, sel, c.rateInterval],
           },
           {
             record: 'app:executor_jvms:count',

@@ -9,10 +9,18 @@ local g = import '../lib/dashboard.libsonnet';
       refresh: c.dashboardRefresh,
     },
 
+  // The scrape jobs of executor_exporter, whatever they are called.
+  jobVariable(c)::
+    g.queryVariable('job', 'Job', c.jobVariableSelector, 'job', multi=false, includeAll=false),
+
   clusterVariable(c)::
     // Without a cluster label the variable has no values, and its "All"
     // (.*) matches the empty label: the dashboards work either way.
-    g.queryVariable('cluster', 'Cluster', 'executor_scrape_collector_success{%s}' % c.selector, c.clusterLabel, multi=false),
+    g.queryVariable('cluster', 'Cluster', 'executor_scrape_collector_success{%s}' % $.job, c.clusterLabel, multi=false),
+
+  // Matchers of the job variable: every selector of every panel starts
+  // with them (config's selector is for rules and alerts).
+  job:: 'job=~"$job"',
 
   // Matchers of the cluster variable, to add to any selector.
   cluster(c):: '%s=~"$cluster"' % c.clusterLabel,

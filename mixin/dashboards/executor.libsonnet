@@ -5,7 +5,7 @@ local common = import 'common.libsonnet';
 
 {
   local c = $._config,
-  local s = '%s, %s, app_id=~"$app_id", executor_id=~"$executor"' % [c.selector, common.cluster(c)],
+  local s = '%s, %s, app_id=~"$app_id", executor_id=~"$executor"' % [common.job, common.cluster(c)],
   local who = '{{app_id}} {{role}} {{executor_id}} (pid {{pid}})',
 
   grafanaDashboards+:: {
@@ -17,14 +17,15 @@ local common = import 'common.libsonnet';
         templating: {
           list: [
             g.datasourceVariable,
+            common.jobVariable(c),
             common.clusterVariable(c),
             g.queryVariable('app_id',
                             'Application',
-                            'executor_jvm_info{%s, %s}' % [c.selector, common.cluster(c)],
+                            'executor_jvm_info{%s, %s}' % [common.job, common.cluster(c)],
                             'app_id'),
             g.queryVariable('executor',
                             'Executor',
-                            'executor_jvm_info{%s, %s, app_id=~"$app_id"}' % [c.selector, common.cluster(c)],
+                            'executor_jvm_info{%s, %s, app_id=~"$app_id"}' % [common.job, common.cluster(c)],
                             'executor_id'),
           ],
         },
@@ -48,11 +49,11 @@ local common = import 'common.libsonnet';
                    [g.target('executor:jvm_heap_used:ratio{%s}' % s, who)],
                    'percentunit',
                    [[0.8, 'orange'], [0.9, 'red']]),
-            g.stat('Working set / container limit',
-                   'The OOM killer acts at 100%.',
-                   [g.target('executor:container_memory_working_set:ratio{%s}' % s, who)],
+            g.stat('Overhead budget used',
+                   'Non-heap memory / (container limit - heap max). Above 100% the container is OOM-killed when the heap fills.',
+                   [g.target('executor:memory_overhead_budget_used:ratio{%s}' % s, who)],
                    'percentunit',
-                   [[0.8, 'orange'], [0.9, 'red']]),
+                   [[c.budgetThreshold, 'orange'], [1, 'red']]),
             g.stat('Time in GC',
                    'Fraction of wall-clock time spent in garbage collection.',
                    [g.target('executor:jvm_gc_time:ratio{%s}' % s, who)],
@@ -63,6 +64,20 @@ local common = import 'common.libsonnet';
                    [g.target('sum by(cause) (increase(executor_oom_kills_total{%s}[$__range]))' % s, '{{cause}}')],
                    'short',
                    [[1, 'red']]),
+          ],
+          g.row('Heap max + non-heap against the limit'),
+          [
+            g.timeseries('Memory budget of executor $executor',
+                         'Committed heap, the room the heap may still grow into (up to -Xmx), and the non-heap memory (everything else the executor and its Python workers hold), stacked against the container limit (dashed). A stack above the limit is a configuration doomed to an OOM kill once the heap fills (ExecutorMemoryConfigurationDoomed); non-heap close to the gap between heap max and limit is an overhead budget running out.',
+                         [
+                           g.target('executor_jvm_memory_committed_bytes{%s, area="heap"}' % s, '{{executor_id}} (pid {{pid}}) heap committed'),
+                           g.target('executor_jvm_memory_max_bytes{%(s)s, area="heap"} - ignoring(area) executor_jvm_memory_committed_bytes{%(s)s, area="heap"}' % { s: s }, '{{executor_id}} (pid {{pid}}) heap room to max'),
+                           g.target('executor:memory_nonheap:bytes{%s}' % s, '{{executor_id}} (pid {{pid}}) non-heap'),
+                           g.target('executor_container_memory_limit_bytes{%s}' % s, '{{executor_id}} (pid {{pid}}) limit'),
+                         ],
+                         'bytes',
+                         stack=true,
+                         min=0) + g.limitLine('.* limit') { repeat: 'executor', repeatDirection: 'h', maxPerRow: 2 },
           ],
           g.row('Heap'),
           [
@@ -82,9 +97,10 @@ local common = import 'common.libsonnet';
               g.target('executor_jvm_memory_pool_used_bytes{%s, pool=~"%s"}' % [s, common.nonHeapPools], '{{executor_id}} {{pool}} used'),
               g.target('executor_jvm_memory_pool_committed_bytes{%s, pool=~"%s"}' % [s, common.nonHeapPools], '{{executor_id}} {{pool}} committed'),
             ], 'bytes', min=0),
-            g.timeseries('Native memory (estimate)', 'Resident memory of the JVM process minus committed heap and non-heap: direct buffers, thread stacks, malloc, JNI. spark.executor.memoryOverhead must cover it.', [
-              g.target('executor:jvm_native_memory:bytes{%s}' % s, who),
-            ], 'bytes', min=0),
+            g.timeseries('Non-heap memory and its budget', 'What the executor holds beyond its committed heap (metaspace, code cache, threads, GC structures, direct buffers, malloc, Python workers), against its budget: container limit minus heap max, what spark.executor.memoryOverhead and spark.executor.pyspark.memory buy (dashed).', [
+              g.target('executor:memory_nonheap:bytes{%s}' % s, '%s non-heap' % who),
+              g.target('executor:memory_overhead_budget:bytes{%s}' % s, '%s budget' % who),
+            ], 'bytes', min=0) + g.limitLine('.* budget'),
           ],
           g.row('Garbage collection'),
           [

@@ -8,8 +8,8 @@ local common = import 'common.libsonnet';
 {
   local c = $._config,
   // Recorded series joined with executor_instance_info carry these labels.
-  local f = '%s, instance_type=~"$instance_type", lifecycle=~"$lifecycle"' % common.cluster(c),
-  local info = 'executor_instance_info{%s, %s}' % [c.selector, f],
+  local f = '%s, %s, instance_type=~"$instance_type", lifecycle=~"$lifecycle"' % [common.job, common.cluster(c)],
+  local info = 'executor_instance_info{%s}' % f,
   local nodesOfSelection = 'max by(%s, instance, instance_type, lifecycle) (%s)' % [c.clusterLabel, info],
   local byType = 'instance_type, lifecycle',
 
@@ -22,16 +22,17 @@ local common = import 'common.libsonnet';
         templating: {
           list: [
             g.datasourceVariable,
+            common.jobVariable(c),
             common.clusterVariable(c),
-            g.queryVariable('instance_type', 'Instance type', 'executor_instance_info{%s, %s}' % [c.selector, common.cluster(c)], 'instance_type'),
-            g.queryVariable('lifecycle', 'Lifecycle', 'executor_instance_info{%s, %s}' % [c.selector, common.cluster(c)], 'lifecycle'),
+            g.queryVariable('instance_type', 'Instance type', 'executor_instance_info{%s, %s}' % [common.job, common.cluster(c)], 'instance_type'),
+            g.queryVariable('lifecycle', 'Lifecycle', 'executor_instance_info{%s, %s}' % [common.job, common.cluster(c)], 'lifecycle'),
           ],
         },
         annotations: {
           list: [
             g.annotation(
               'Interruption notices',
-              'executor_instance_interruption_pending{%s} == 1 and on(%s, instance) %s' % [c.selector, c.clusterLabel, nodesOfSelection],
+              'executor_instance_interruption_pending{%s} == 1 and on(%s, instance) %s' % [common.job, c.clusterLabel, nodesOfSelection],
               'Interruption: {{event}}',
               '{{instance}}',
               'orange'
@@ -43,13 +44,13 @@ local common = import 'common.libsonnet';
           [
             g.stat('Nodes', 'Machines running executor_exporter.', [g.target('count(%s)' % info)]),
             g.stat('Executors', 'Spark executors on them.', [
-              g.target('count(executor_instance:jvm_heap_used:ratio{%s, %s, role="executor"})' % [c.selector, f]),
+              g.target('count(executor_instance:jvm_heap_used:ratio{%s, role="executor"})' % f),
             ]),
             g.stat('Spot share', 'Fraction of the machines that are spot / preemptible.', [
               g.target('count(%s) / count(%s) or vector(0)' % [std.strReplace(info, '}', ', lifecycle="spot"}'), info]),
             ], 'percentunit'),
             g.stat('Interruptions pending', 'Machines with an announced spot interruption, preemption or scheduled event: their executors will be lost.', [
-              g.target('count(executor_instance_interruption_pending{%s} == 1 and on(%s, instance) %s) or vector(0)' % [c.selector, c.clusterLabel, nodesOfSelection]),
+              g.target('count(executor_instance_interruption_pending{%s} == 1 and on(%s, instance) %s) or vector(0)' % [common.job, c.clusterLabel, nodesOfSelection]),
             ], 'short', [[1, 'red']]),
           ],
           [
@@ -60,18 +61,18 @@ local common = import 'common.libsonnet';
           g.row('Memory per instance type'),
           [
             g.timeseries('Node memory utilisation', 'Average share of memory in use (1 - MemAvailable / MemTotal) per instance type and lifecycle.', [
-              g.target('avg by(%s) (executor_node:memory_utilisation:ratio{%s, %s})' % [byType, c.selector, f], '{{instance_type}} {{lifecycle}}'),
+              g.target('avg by(%s) (executor_node:memory_utilisation:ratio{%s})' % [byType, f], '{{instance_type}} {{lifecycle}}'),
             ], 'percentunit', min=0, max=1),
             g.timeseries('Node headroom (tightest node)', 'MemAvailable of the fullest machine of each instance type: what the next executor could get.', [
-              g.target('min by(%s) (executor_node:memory_available:bytes{%s, %s})' % [byType, c.selector, f], '{{instance_type}} {{lifecycle}}'),
+              g.target('min by(%s) (executor_node:memory_available:bytes{%s})' % [byType, f], '{{instance_type}} {{lifecycle}}'),
             ], 'bytes', min=0),
           ],
           [
             g.timeseries('Executor heap used (max)', 'The fullest executor heap per instance type.', [
-              g.target('max by(%s) (executor_instance:jvm_heap_used:ratio{%s, %s, role="executor"})' % [byType, c.selector, f], '{{instance_type}} {{lifecycle}}'),
+              g.target('max by(%s) (executor_instance:jvm_heap_used:ratio{%s, role="executor"})' % [byType, f], '{{instance_type}} {{lifecycle}}'),
             ], 'percentunit', min=0),
             g.timeseries('Container working set / limit (max)', 'The executor container closest to its memory limit, per instance type.', [
-              g.target('max by(%s) (executor_instance:container_memory_working_set:ratio{%s, %s})' % [byType, c.selector, f], '{{instance_type}} {{lifecycle}}'),
+              g.target('max by(%s) (executor_instance:container_memory_working_set:ratio{%s})' % [byType, f], '{{instance_type}} {{lifecycle}}'),
             ], 'percentunit', min=0),
           ],
           g.row('OOM kills and interruptions'),
@@ -85,10 +86,10 @@ local common = import 'common.libsonnet';
           ],
           [
             g.timeseries('Interruption notices', 'Machines with a pending notice, by event.', [
-              g.target('sum by(%s, event) (executor_instance_interruption_pending{%s} * on(%s, instance) group_left(instance_type, lifecycle) %s)' % [byType, c.selector, c.clusterLabel, nodesOfSelection], '{{instance_type}} {{lifecycle}} {{event}}'),
+              g.target('sum by(%s, event) (executor_instance_interruption_pending{%s} * on(%s, instance) group_left(instance_type, lifecycle) %s)' % [byType, common.job, c.clusterLabel, nodesOfSelection], '{{instance_type}} {{lifecycle}} {{event}}'),
             ], 'short', min=0),
             g.timeseries('Memory per application (top 10)', 'Resident memory of the JVMs and their Python workers, per Spark application.', [
-              g.target('topk(10, sum by(app_id) (app:executor_process_resident_memory:bytes{%s}))' % common.cluster(c), '{{app_id}}'),
+              g.target('topk(10, sum by(app_id) (app:executor_process_resident_memory:bytes{%s, %s}))' % [common.job, common.cluster(c)], '{{app_id}}'),
             ], 'bytes', min=0),
           ],
         ]),

@@ -4,7 +4,7 @@ local common = import 'common.libsonnet';
 
 {
   local c = $._config,
-  local n = '%s, %s, instance=~"$instance"' % [c.selector, common.cluster(c)],
+  local n = '%s, %s, instance=~"$instance"' % [common.job, common.cluster(c)],
   local who = '{{app_id}} {{role}} {{executor_id}} (pid {{pid}})',
 
   grafanaDashboards+:: {
@@ -16,8 +16,9 @@ local common = import 'common.libsonnet';
         templating: {
           list: [
             g.datasourceVariable,
+            common.jobVariable(c),
             common.clusterVariable(c),
-            g.queryVariable('instance', 'Instance', 'executor_node_memory_total_bytes{%s, %s}' % [c.selector, common.cluster(c)], 'instance', multi=false, includeAll=false),
+            g.queryVariable('instance', 'Instance', 'executor_node_memory_total_bytes{%s, %s}' % [common.job, common.cluster(c)], 'instance', multi=false, includeAll=false),
           ],
         },
         panels: g.layout([
@@ -47,6 +48,10 @@ local common = import 'common.libsonnet';
               g.target('executor_node_memory_buffers_bytes{%s}' % n, 'buffers'),
               g.target('executor_node_memory_anon_bytes{%s}' % n, 'anonymous'),
               g.target('executor_node_memory_slab_unreclaimable_bytes{%s}' % n, 'slab unreclaimable'),
+            ], 'bytes', min=0),
+            g.timeseries('Heap room vs available memory', 'How much the heaps of the JVMs here may still grow (heap max - committed, summed) against the memory the node has available: above it, the node runs out when the heaps fill (ExecutorNodeMemoryOvercommitted).', [
+              g.target('executor_node:jvm_heap_room:bytes{%s}' % n, 'heap room'),
+              g.target('executor_node_memory_available_bytes{%s}' % n, 'available'),
             ], 'bytes', min=0),
             g.timeseries('Memory pressure (PSI)', 'Share of time some (or all, full) tasks stalled waiting for memory.', [
               g.target('rate(executor_node_memory_pressure_stall_seconds_total{%s}[$__rate_interval])' % n, '{{kind}}'),

@@ -1,5 +1,5 @@
 // A small Grafana dashboard helper library: just what this mixin's
-// dashboards use (grafonnet cannot be fetched here). Panels are plain
+// dashboards use, with no dependency to vendor. Panels are plain
 // objects; layout() gives them ids and grid positions, so a dashboard is
 // written as rows of panels and every id stays unique and stable.
 {
@@ -13,7 +13,9 @@
     uid: uid,
     description: description,
     tags: tags,
-    editable: true,
+    // Provisioned dashboards are changed in the mixin and re-rendered; an
+    // edit in Grafana would be lost on the next provisioning.
+    editable: false,
     graphTooltip: 1,  // shared crosshair
     refresh: '30s',
     schemaVersion: 39,

@@ -24,8 +24,10 @@ import (
 // shipped defaults.
 const alertTestOverrides = `{ _config+:: {
   rateInterval: '10s',
+  doomedFor: '5s', budgetFor: '5s', budgetPredictFor: '5s',
   heapAfterGCWindow: '10s', heapAfterGCFor: '5s',
-  gcOverheadFor: '5s', workingSetFor: '5s', exhaustionFor: '5s',
+  gcOverheadWindow: '10s', gcOverheadFor: '5s',
+  nodeOvercommitFor: '5s', nodeAvailableFor: '5s', nodeExhaustionFor: '5s',
   memoryPressureFor: '5s', metadataUnavailableFor: '5s',
   collectorFailingFor: '5s', exporterDownFor: '5s', oomKillWindow: '1m',
 } }`
@@ -48,14 +50,21 @@ var fullHeapExecutor = testjvm.Options{
 // metadata service that also announces a spot interruption), the
 // interruption alert, the exporter-down alert for a target that does not
 // answer, and the collector-failing alert for an exporter reading a
-// malformed /proc/meminfo.
+// malformed /proc/meminfo. It runs on Debian's Prometheus 2 and on the
+// pinned Prometheus 3.
 func TestAlertsEndToEnd(t *testing.T) {
-	hook := newMixinWebhook(t)
-	am := mixinAlertmanager(t, hook.URL)
 	rules := renderMixin(t, alertTestOverrides)
+	for name, bin := range prometheusBinaries(t) {
+		t.Run(name, func(t *testing.T) { testAlertsEndToEnd(t, bin, rules) })
+	}
+}
+
+func testAlertsEndToEnd(t *testing.T, prometheus, rules string) {
+	hook := newMixinWebhook(t)
+	am := startAlertmanager(t, hook.URL)
 	broken := startExporter(t, fixtureArgs("malformed")...)
-	dead := freeAddr(t)
-	st := startMonitoringStack(t, rules, am, broken.Addr, dead)
+	dead := testenv.FreeAddr(t)
+	st := startMonitoringStack(t, promConfig{Binary: prometheus, RulesDir: rules, Alertmanager: am, Targets: []string{broken.Addr, dead}})
 	started := time.Now()
 
 	heap := hook.waitFor(t, 3*time.Minute, "ExecutorJVMHeapNearlyFull", map[string]string{
@@ -80,13 +89,13 @@ func TestAlertsEndToEnd(t *testing.T) {
 	hook.waitFor(t, time.Minute, "ExecutorExporterDown", map[string]string{"instance": dead})
 	hook.waitFor(t, time.Minute, "ExecutorCollectorFailing", map[string]string{"instance": broken.Addr, "collector": "memory"})
 
-	// The executor's container (256 MiB) is far from its limit, nothing was
-	// killed, the rebalance recommendation is not announced: those alerts
-	// must not be active.
+	// The executor's container (256 MiB) is far from its limit (64 MiB
+	// heap), nothing was killed, the rebalance recommendation is not
+	// announced: those alerts must not be active.
 	if n := len(st.query(t, `ALERTS{alertname="ExecutorInstanceInterruptionPending", event!="spot_interruption"}`)); n != 0 {
 		t.Errorf("interruption alert for an event that was not announced (%d series)", n)
 	}
-	for _, name := range []string{"ExecutorContainerMemoryNearLimit", "ExecutorOOMKilled"} {
+	for _, name := range []string{"ExecutorMemoryConfigurationDoomed", "ExecutorMemoryOverheadBudgetNearlyExhausted", "ExecutorOOMKilled"} {
 		if n := len(st.query(t, fmt.Sprintf(`ALERTS{alertname=%q, app_id="app-alert-test"}`, name))); n != 0 {
 			t.Errorf("%s is active for the test executor (%d series)", name, n)
 		}
@@ -165,6 +174,7 @@ type mixinWebhook struct {
 }
 
 type mixinAlert struct {
+	Received    time.Time         `json:"-"`
 	Status      string            `json:"status"`
 	Labels      map[string]string `json:"labels"`
 	Annotations map[string]string `json:"annotations"`
@@ -182,6 +192,10 @@ func newMixinWebhook(t testing.TB) *mixinWebhook {
 			t.Errorf("webhook: bad payload %q: %v", body, err)
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
+		}
+		now := time.Now()
+		for i := range msg.Alerts {
+			msg.Alerts[i].Received = now
 		}
 		h.mu.Lock()
 		h.alerts = append(h.alerts, msg.Alerts...)
@@ -201,11 +215,31 @@ func newMixinWebhook(t testing.TB) *mixinWebhook {
 	return h
 }
 
+// firstNotified is when the first notification of the firing alert named
+// name with the labels of want (all of them) arrived; zero if none did.
+func (h *mixinWebhook) firstNotified(name string, want map[string]string) time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, a := range h.alerts {
+		if a.Status != "firing" || a.Labels["alertname"] != name {
+			continue
+		}
+		ok := true
+		for k, v := range want {
+			ok = ok && a.Labels[k] == v
+		}
+		if ok {
+			return a.Received
+		}
+	}
+	return time.Time{}
+}
+
 // waitFor waits for a firing alert named name whose labels include want.
 func (h *mixinWebhook) waitFor(t testing.TB, timeout time.Duration, name string, want map[string]string) mixinAlert {
 	t.Helper()
 	var found mixinAlert
-	waitFor(t, timeout, fmt.Sprintf("alert %s %v at the webhook", name, want), func() bool {
+	testenv.WaitFor(t, timeout, fmt.Sprintf("alert %s %v at the webhook", name, want), func() bool {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		for _, a := range h.alerts {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/executor-exporter/executor_exporter/internal/testenv"
 	"github.com/executor-exporter/executor_exporter/internal/testjvm"
 )
 
@@ -40,6 +41,7 @@ var grafanaBuiltins = map[string]string{
 
 type grafanaDashboard struct {
 	UID        string         `json:"uid"`
+	Editable   bool           `json:"editable"`
 	Title      string         `json:"title"`
 	Panels     []grafanaPanel `json:"panels"`
 	Templating struct {
@@ -107,7 +109,9 @@ var varRef = regexp.MustCompile(`\$\{?(\w+)\}?`)
 // TestDashboardsImportIntoGrafana checks what Grafana's importer and
 // provisioning rely on: valid JSON, the stable uids, unique panel ids,
 // sane grid positions, and every panel, query and variable on the
-// $datasource variable, with no reference to an undefined variable.
+// $datasource variable, with no reference to an undefined variable; every
+// query selects by the $job variable (no scrape job name is hard-coded),
+// and the dashboards are not editable (provisioned copies would be lost).
 func TestDashboardsImportIntoGrafana(t *testing.T) {
 	dashboards := loadDashboards(t)
 	if len(dashboards) != len(dashboardUIDs) {
@@ -116,6 +120,9 @@ func TestDashboardsImportIntoGrafana(t *testing.T) {
 	for file, d := range dashboards {
 		if want, ok := dashboardUIDs[file]; !ok || d.UID != want {
 			t.Errorf("%s: uid %q, want %q", file, d.UID, want)
+		}
+		if d.Editable {
+			t.Errorf("%s: editable: true; provisioned dashboards are changed in the mixin", file)
 		}
 		if d.Title == "" || len(d.Panels) == 0 {
 			t.Errorf("%s: no title or no panels", file)
@@ -149,11 +156,17 @@ func TestDashboardsImportIntoGrafana(t *testing.T) {
 		for _, v := range d.Templating.List {
 			checkRefs("variable "+v.Name, v.Definition)
 		}
+		checkJob := func(where, expr string) {
+			if n := strings.Count(expr, "{"); n == 0 || strings.Count(expr, `job=~"$job"`) != n {
+				t.Errorf("%s: %s: select by job=~\"$job\", not a job name: %s", file, where, expr)
+			}
+		}
 		for _, a := range d.Annotations.List {
 			if !isTemplatedDatasource(a.Datasource) {
 				t.Errorf("%s: annotation %s: datasource %v", file, a.Name, a.Datasource)
 			}
 			checkRefs("annotation "+a.Name, a.Expr)
+			checkJob("annotation "+a.Name, a.Expr)
 		}
 		ids := map[int]string{}
 		for _, p := range d.Panels {
@@ -177,6 +190,7 @@ func TestDashboardsImportIntoGrafana(t *testing.T) {
 				}
 				refIDs[tg.RefID] = true
 				checkRefs("panel "+p.Title, tg.Expr)
+				checkJob("panel "+p.Title, tg.Expr)
 			}
 		}
 	}
@@ -205,16 +219,17 @@ var labelValuesCall = regexp.MustCompile(`^label_values\((.*),\s*(\w+)\)$`)
 func TestDashboardQueriesReturnData(t *testing.T) {
 	dashboards := loadDashboards(t)
 	rules := filepath.Join(testjvm.RepoRoot(), "mixin", "generated")
-	st := startMonitoringStack(t, rules, "")
+	st := startMonitoringStack(t, promConfig{RulesDir: rules})
 
 	// Recording rules over rates need two scrapes and an evaluation; the
 	// instance join needs the metadata refreshed. Wait for the last of them.
-	waitFor(t, 2*time.Minute, "recorded series of the test executor", func() bool {
-		res, err := mixinQuery(st.PromAddr, `executor_instance:jvm_gc_time:ratio{app_id="app-alert-test"}`)
+	testenv.WaitFor(t, 2*time.Minute, "recorded series of the test executor", func() bool {
+		res, err := st.Prom.tryQuery(`executor_instance:jvm_gc_time:ratio{app_id="app-alert-test"}`)
 		return err == nil && len(res) > 0
 	})
 
 	values := map[string]string{
+		"job":           "executor_exporter",
 		"cluster":       ".*", // "All": this Prometheus has no cluster label
 		"app_id":        "app-alert-test",
 		"executor":      "1",
@@ -241,7 +256,7 @@ func TestDashboardQueriesReturnData(t *testing.T) {
 			t.Logf("recording rule %s may be empty: no OOM kill here", name)
 			continue
 		}
-		waitFor(t, 30*time.Second, "series of recording rule "+name, func() bool {
+		testenv.WaitFor(t, 30*time.Second, "series of recording rule "+name, func() bool {
 			return len(st.query(t, name)) > 0
 		})
 	}

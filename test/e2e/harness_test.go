@@ -72,8 +72,14 @@ func startExporter(t testing.TB, args ...string) *exporter {
 // callers that wait in their own way (TLS, expected failures).
 func startExporterNoWait(t testing.TB, addr string, args ...string) *exporter {
 	t.Helper()
-	e := &exporter{Addr: addr, logs: &bytes.Buffer{}, mu: &sync.Mutex{}}
-	e.cmd = exec.Command(testenv.ExporterBinary(t), append([]string{"--web.listen-address=" + addr}, args...)...)
+	return startExporterCmd(t, addr, exec.Command(testenv.ExporterBinary(t), append([]string{"--web.listen-address=" + addr}, args...)...))
+}
+
+// startExporterCmd starts cmd, a command that runs the exporter on addr
+// (perhaps through a wrapper), and returns at once.
+func startExporterCmd(t testing.TB, addr string, cmd *exec.Cmd) *exporter {
+	t.Helper()
+	e := &exporter{Addr: addr, logs: &bytes.Buffer{}, mu: &sync.Mutex{}, cmd: cmd}
 	e.cmd.Stdout = lockedWriter{e.mu, e.logs}
 	e.cmd.Stderr = lockedWriter{e.mu, e.logs}
 	e.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

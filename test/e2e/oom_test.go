@@ -3,12 +3,8 @@ package e2e
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -224,7 +220,7 @@ func killLabels(r oomResult, cause string) map[string]string {
 // verdict is native.
 func TestOOMKillNative(t *testing.T) {
 	testenv.RequireRoot(t)
-	prom := startPrometheus(t)
+	prom := startPrometheus(t, promConfig{RulesDir: filepath.Join(testenv.RepoRoot(), "mixin", "generated")})
 	r := runOOMCase(t, oomCase{
 		name:       "native",
 		jvmArgs:    []string{"-Xmx64m", "-XX:MaxDirectMemorySize=1g"},
@@ -268,111 +264,6 @@ func TestOOMKillHeap(t *testing.T) {
 		return ok && v == 1
 	})
 	r.checkCounters(t)
-}
-
-// promServer is a real Prometheus server on loopback.
-type promServer struct {
-	addr, dir string
-	cmd       *exec.Cmd
-	logs      *bytes.Buffer
-}
-
-func startPrometheus(t *testing.T) *promServer {
-	t.Helper()
-	bin := testenv.RequireTool(t, "prometheus")
-	p := &promServer{addr: freeAddr(t), dir: t.TempDir(), logs: &bytes.Buffer{}}
-	p.writeConfig(t, "")
-	p.cmd = exec.Command(bin,
-		"--config.file="+filepath.Join(p.dir, "prometheus.yml"),
-		"--storage.tsdb.path="+filepath.Join(p.dir, "data"),
-		"--web.listen-address="+p.addr,
-		"--web.enable-lifecycle",
-	)
-	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Kill()
-		_ = p.cmd.Wait()
-		if t.Failed() {
-			t.Logf("prometheus log:\n%s", p.logs)
-		}
-	})
-	waitFor(t, 30*time.Second, "prometheus to be ready", func() bool {
-		resp, err := http.Get("http://" + p.addr + "/-/ready")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
-	return p
-}
-
-// writeConfig scrapes target (none when empty) every second and loads the
-// mixin's generated rules and alerts, so the OOM-killed alert is checked on
-// a real kill.
-func (p *promServer) writeConfig(t *testing.T, target string) {
-	t.Helper()
-	generated := filepath.Join(testjvm.RepoRoot(), "mixin", "generated")
-	cfg := fmt.Sprintf("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"+
-		"rule_files:\n  - %q\n  - %q\n", filepath.Join(generated, "rules.yaml"), filepath.Join(generated, "alerts.yaml"))
-	if target == "" {
-		cfg += "scrape_configs: []\n"
-	} else {
-		cfg += "scrape_configs:\n  - job_name: executor_exporter\n    static_configs:\n      - targets: ['" + target + "']\n"
-	}
-	if err := os.WriteFile(filepath.Join(p.dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// scrape points Prometheus at the exporter (the exporter's port is known
-// only once it runs) and waits for the target to be up.
-func (p *promServer) scrape(t *testing.T, target string) {
-	t.Helper()
-	p.writeConfig(t, target)
-	resp, err := http.Post("http://"+p.addr+"/-/reload", "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("prometheus reload: %s", resp.Status)
-	}
-	waitFor(t, 30*time.Second, "prometheus to scrape the exporter", func() bool {
-		return len(p.query(t, `up{job="executor_exporter"} == 1`)) > 0
-	})
-}
-
-type promSeries struct {
-	Metric map[string]string `json:"metric"`
-	Value  [2]interface{}    `json:"value"`
-	Values [][2]interface{}  `json:"values"`
-}
-
-// query runs an instant query and returns its series.
-func (p *promServer) query(t *testing.T, q string) []promSeries {
-	t.Helper()
-	resp, err := http.Get("http://" + p.addr + "/api/v1/query?query=" + url.QueryEscape(q))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	var out struct {
-		Status string `json:"status"`
-		Error  string `json:"error"`
-		Data   struct {
-			Result []promSeries `json:"result"`
-		} `json:"data"`
-	}
-	if err := json.Unmarshal(body, &out); err != nil || out.Status != "success" {
-		t.Fatalf("query %s: %v %s: %s", q, err, out.Error, body)
-	}
-	return out.Data.Result
 }
 
 // TestOOMKmsgUnreadable: with a kernel log it cannot open, the exporter

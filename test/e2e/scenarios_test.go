@@ -1,0 +1,182 @@
+package e2e
+
+// The alert scenarios: real JVMs (the Scenario stand-in, test/java) in real
+// memory cgroups, sized as Spark sizes executors but in hundreds of MiB,
+// the built exporter, a real Prometheus evaluating the shipped rules
+// (mixin/generated) and Alertmanager notifying a webhook. Each scenario
+// records when each alert first went pending and firing, and when the
+// executor was killed. `make scenarios` runs them all and writes
+// mixin/scenarios.md; `make test` runs the short ones.
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Spark on Kubernetes sizes an executor's container as spark.executor.memory
+// (the heap) + spark.executor.memoryOverhead (max(384 MiB, 10 %)) +
+// spark.executor.pyspark.memory. At 4 GiB and more the heap is about 90 %
+// of the limit: here a 576 MiB heap in a 640 MiB container.
+const (
+	sparkHeap  = 576
+	sparkLimit = 640
+)
+
+// scenarioJVM is one executor of a scenario.
+type scenarioJVM struct {
+	JVMArgs []string
+	Args    []string // Scenario stand-in flags (see test/java/standin/Scenario.java)
+	Limit   uint64   // its container's limit, MiB
+}
+
+type scenario struct {
+	Name      string
+	What      string // one line for the table
+	Healthy   bool   // no alert may be pending or firing after the first minute
+	Short     bool   // also runs in make test
+	Node      uint64 // MiB: the executors' containers are inside a "node" cgroup this big
+	Executors []scenarioJVM
+	Watch     time.Duration // how long to watch a healthy case; the longest wait for an end
+}
+
+var (
+	g1        = []string{"-XX:+UseG1GC"}
+	sparkFull = append([]string{"-Xms576m", "-Xmx576m", "-XX:+AlwaysPreTouch"}, g1...)
+)
+
+func one(limit uint64, jvmArgs []string, args ...string) []scenarioJVM {
+	return []scenarioJVM{{JVMArgs: jvmArgs, Args: args, Limit: limit}}
+}
+
+var scenarios = []scenario{
+	{
+		Name: "healthy", Healthy: true, Watch: 5 * time.Minute,
+		What:      "Spark's proportions (576 MiB heap in 640 MiB), heap fully touched (-Xms = -Xmx, AlwaysPreTouch), 250 MiB live, 40 MiB/s garbage",
+		Executors: one(sparkLimit, sparkFull, "--live-mb", "250", "--churn-mb-s", "40"),
+	},
+	{
+		Name: "healthy-young", Healthy: true, Watch: 5 * time.Minute,
+		What:      "the same container, heap grown from nothing (-Xmx only): live data ramps to 300 MiB in the first minute, 40 MiB/s garbage",
+		Executors: one(sparkLimit, append([]string{"-Xmx576m"}, g1...), "--live-mb", "300", "--ramp-mb-s", "5", "--churn-mb-s", "40"),
+	},
+	{
+		Name: "native-leak-slow", Watch: 12 * time.Minute,
+		What:      "healthy, then direct buffers leak 0.06 MiB/s after a minute",
+		Executors: one(sparkLimit, append([]string{"-XX:MaxDirectMemorySize=1g"}, sparkFull...), "--live-mb", "250", "--churn-mb-s", "40", "--leak-after-s", "60", "--direct-leak-mb-s", "0.06"),
+	},
+	{
+		Name: "native-leak-fast", Watch: 4 * time.Minute,
+		What:      "healthy, then direct buffers leak 8 MiB/s after a minute",
+		Executors: one(sparkLimit, append([]string{"-XX:MaxDirectMemorySize=1g"}, sparkFull...), "--live-mb", "250", "--churn-mb-s", "40", "--leak-after-s", "60", "--direct-leak-mb-s", "8"),
+	},
+	{
+		Name: "heap-leak", Watch: 12 * time.Minute,
+		What:      "correct -Xmx, 450 MiB live, then the live data grows 0.4 MiB/s after 30 s: ends in OutOfMemoryError (exit 52)",
+		Executors: one(sparkLimit, sparkFull, "--live-mb", "450", "--churn-mb-s", "40", "--leak-after-s", "30", "--heap-leak-mb-s", "0.4"),
+	},
+	{
+		Name: "xmx-above-limit", Short: true, Watch: 10 * time.Minute,
+		What:      "-Xmx768m in the 640 MiB container, live data growing 2.5 MiB/s",
+		Executors: one(sparkLimit, append([]string{"-Xmx768m"}, g1...), "--live-mb", "700", "--ramp-mb-s", "2.5", "--churn-mb-s", "20"),
+	},
+	{
+		Name: "pyspark-worker", Watch: 12 * time.Minute,
+		What:      "512 MiB heap + 64 MiB overhead + 64 MiB spark.executor.pyspark.memory; a Python worker holding 32 MiB grows 0.2 MiB/s after a minute",
+		Executors: one(sparkLimit, append([]string{"-Xms512m", "-Xmx512m", "-XX:+AlwaysPreTouch"}, g1...), "--live-mb", "200", "--churn-mb-s", "40", "--python-mb", "32", "--leak-after-s", "60", "--python-leak-mb-s", "0.2"),
+	},
+	{
+		Name: "node-overcommit", Node: 1024, Watch: 10 * time.Minute,
+		What: "three executors, each healthy alone (320 MiB heap in 384 MiB), on a 1 GiB node; heaps grow 1.5 MiB/s to 300 MiB live",
+		Executors: func() []scenarioJVM {
+			var jvms []scenarioJVM
+			for range 3 {
+				jvms = append(jvms, one(384, append([]string{"-Xmx320m"}, g1...), "--live-mb", "300", "--ramp-mb-s", "1.5", "--churn-mb-s", "20")...)
+			}
+			return jvms
+		}(),
+	},
+}
+
+// TestScenarios runs the short scenarios, or with SCENARIOS=all every one
+// (or SCENARIOS=name,name those), all at once on one exporter and one
+// Prometheus; with SCENARIOS_REPORT=file it writes the results table.
+func TestScenarios(t *testing.T) {
+	var run []scenario
+	want := os.Getenv("SCENARIOS")
+	for _, sc := range scenarios {
+		if want == "all" || (want == "" && sc.Short) || strings.Contains(","+want+",", ","+sc.Name+",") {
+			run = append(run, sc)
+		}
+	}
+	if len(run) == 0 {
+		t.Fatalf("SCENARIOS=%q names no scenario", want)
+	}
+	lab := startScenarioLab(t, run)
+	results := make([]*scenarioResult, len(run))
+	t.Run("scenarios", func(t *testing.T) {
+		for i, sc := range run {
+			t.Run(sc.Name, func(t *testing.T) {
+				t.Parallel()
+				results[i] = lab.run(t, sc)
+				checkScenario(t, sc, results[i])
+			})
+		}
+	})
+	if path := os.Getenv("SCENARIOS_REPORT"); path != "" {
+		writeScenarioReport(t, path, lab, run, results)
+	}
+}
+
+// checkScenario holds a scenario to what the mixin promises.
+func checkScenario(t *testing.T, sc scenario, r *scenarioResult) {
+	t.Helper()
+	if r == nil {
+		return
+	}
+	for _, a := range r.Alerts {
+		t.Logf("%s: %s %v pending at %s, firing at %s", sc.Name, a.Name, a.Labels, fmtSince(a.Pending, r.Start), fmtSince(a.Firing, r.Start))
+	}
+	if sc.Healthy {
+		if r.End.Kind != "" {
+			t.Errorf("the healthy executor ended: %s at %s", r.End.Kind, fmtSince(r.End.At, r.Start))
+		}
+		for _, a := range r.Alerts {
+			if a.LastSeen.Sub(r.Start) > time.Minute {
+				t.Errorf("%s pending or firing on a healthy executor after its first minute (from %s to %s)", a.Name, fmtSince(a.Pending, r.Start), fmtSince(a.LastSeen, r.Start))
+			}
+		}
+		return
+	}
+	if r.End.Kind == "" {
+		t.Fatalf("no kill and no OutOfMemoryError within %v", sc.Watch)
+	}
+	took := r.End.At.Sub(r.Start)
+	first := r.firstWarning()
+	if took >= 2*time.Minute && (first == nil || r.End.At.Sub(first.Pending) < time.Minute) {
+		t.Errorf("%s after %v, but no warning was pending 60 s before it (first: %v)", r.End.Kind, took.Round(time.Second), first)
+	}
+	if sc.Name == "xmx-above-limit" {
+		d := r.alert("ExecutorMemoryConfigurationDoomed")
+		if d == nil || d.Pending.Sub(r.Start) > 30*time.Second {
+			t.Errorf("ExecutorMemoryConfigurationDoomed not pending within 30 s of the start: %v", d)
+		} else if !strings.Contains(d.Description, "spark.executor.memoryOverhead by") || !strings.Contains(d.Description, "MiB") {
+			t.Errorf("the doomed description does not say which setting to change by how much: %q", d.Description)
+		}
+	}
+	if r.End.Kind == endKilled {
+		k := r.alert("ExecutorOOMKilled")
+		if k == nil || k.Labels["cause"] == "" || k.Labels["executor_id"] == "" {
+			t.Errorf("no ExecutorOOMKilled alert with cause and executor after the kill: %v", k)
+		}
+	}
+}
+
+func fmtSince(at, start time.Time) string {
+	if at.IsZero() {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f s", at.Sub(start).Seconds())
+}

@@ -1,0 +1,126 @@
+package standin;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * A Spark executor's memory over time, for the alert scenarios
+ * (test/e2e/scenarios_test.go): a live data set that the heap keeps,
+ * garbage churn, and leaks of heap, direct buffers or a Python worker that
+ * start after a delay and grow at a steady rate. Sizes are MiB, rates MiB
+ * per second (fractions allowed).
+ *
+ *   --live-mb N           live data reached at --ramp-mb-s (default 32)
+ *   --churn-mb-s R        short-lived garbage allocated per second
+ *   --leak-after-s S      seconds before the leaks below start
+ *   --heap-leak-mb-s R    live data grows by R after that
+ *   --direct-leak-mb-s R  direct buffers grow by R after that
+ *   --python-mb N         a python3 child (a PySpark worker) holding N
+ *   --python-leak-mb-s R  ... growing by R after --leak-after-s
+ *   --exit-after-s N      exit by itself after N seconds
+ *
+ * Like Spark's executor, it exits with code 52 on OutOfMemoryError.
+ */
+public final class Scenario {
+    private static final int MIB = 1 << 20;
+    private static final List<Object> retained = new ArrayList<>();
+    private static long sink;
+
+    public static void run(String[] args) throws Exception {
+        double liveMb = 0, rampMbS = 32, churnMbS = 0, leakAfterS = 0;
+        double heapLeak = 0, directLeak = 0, pythonMb = 0, pythonLeak = 0;
+        long exitAfterS = 600;
+        for (int i = 1; i < args.length; i++) {
+            switch (args[i]) {
+                case "--live-mb": liveMb = Double.parseDouble(args[++i]); break;
+                case "--ramp-mb-s": rampMbS = Double.parseDouble(args[++i]); break;
+                case "--churn-mb-s": churnMbS = Double.parseDouble(args[++i]); break;
+                case "--leak-after-s": leakAfterS = Double.parseDouble(args[++i]); break;
+                case "--heap-leak-mb-s": heapLeak = Double.parseDouble(args[++i]); break;
+                case "--direct-leak-mb-s": directLeak = Double.parseDouble(args[++i]); break;
+                case "--python-mb": pythonMb = Double.parseDouble(args[++i]); break;
+                case "--python-leak-mb-s": pythonLeak = Double.parseDouble(args[++i]); break;
+                case "--exit-after-s": exitAfterS = Long.parseLong(args[++i]); break;
+                default: break;
+            }
+        }
+        Process python = null;
+        if (pythonMb > 0 || pythonLeak > 0) {
+            python = startPython(pythonMb, leakAfterS, pythonLeak, exitAfterS);
+        }
+        System.out.println("ready pid=" + ProcessHandle.current().pid());
+        System.out.flush();
+        try {
+            loop(liveMb, rampMbS, churnMbS, leakAfterS, heapLeak, directLeak, exitAfterS);
+        } catch (OutOfMemoryError e) {
+            retained.clear();
+            System.err.println("java.lang.OutOfMemoryError: " + e.getMessage());
+            if (python != null) python.destroyForcibly();
+            Runtime.getRuntime().halt(52);
+        }
+        if (python != null) python.destroyForcibly();
+        System.exit(0);
+    }
+
+    private static void loop(double liveMb, double rampMbS, double churnMbS, double leakAfterS,
+            double heapLeak, double directLeak, long exitAfterS) throws InterruptedException {
+        final long start = System.nanoTime();
+        final long tickMs = 100;
+        double heapDone = 0, directDone = 0, churnDebt = 0;
+        while (true) {
+            double t = (System.nanoTime() - start) / 1e9;
+            if (t > exitAfterS) return;
+            double leakT = Math.max(0, t - leakAfterS);
+            double heapWant = Math.min(liveMb, rampMbS * t) + heapLeak * leakT;
+            // Arrays a little under 64 KiB, so that 16 with their headers
+            // fill a 1 MiB G1 region: G1 keeps an object whole in a region
+            // (and one of half a region or more as a humongous object in
+            // regions of its own), so larger arrays would waste regions.
+            while (heapDone + 1.0 / 16 <= heapWant) {
+                byte[] chunk = new byte[MIB / 16 - 64];
+                for (int k = 0; k < chunk.length; k += 4096) chunk[k] = 1;
+                retained.add(chunk);
+                heapDone += 1.0 / 16;
+            }
+            double directWant = directLeak * leakT;
+            while (directDone + 0.0625 <= directWant) {
+                ByteBuffer buf = ByteBuffer.allocateDirect(MIB / 16);
+                for (int k = 0; k < buf.capacity(); k += 4096) buf.put(k, (byte) 1);
+                retained.add(buf);
+                directDone += 0.0625;
+            }
+            churnDebt += churnMbS * tickMs / 1000.0 * 16;
+            for (; churnDebt >= 1; churnDebt--) {
+                byte[] garbage = new byte[MIB / 16];
+                garbage[(int) (churnDebt) % garbage.length] = 1;
+                sink += garbage.length;
+            }
+            Thread.sleep(tickMs);
+        }
+    }
+
+    /** A PySpark worker stand-in: holds mb MiB, then grows by leak MiB/s after delay seconds. */
+    private static Process startPython(double mb, double delay, double leak, long exitAfterS) throws Exception {
+        String code = String.join("\n",
+            "import time",
+            "held = []",
+            "def hold(n):",
+            "    b = bytearray(int(n * 1048576))",
+            "    for i in range(0, len(b), 4096): b[i] = 1",
+            "    held.append(b)",
+            "hold(" + mb + ")",
+            "start = time.time()",
+            "done = 0.0",
+            "while time.time() - start < " + exitAfterS + ":",
+            "    want = max(0.0, time.time() - start - " + delay + ") * " + leak,
+            "    if want - done >= 0.25:",
+            "        hold(want - done)",
+            "        done = want",
+            "    time.sleep(0.1)",
+            "");
+        return new ProcessBuilder("python3", "-c", code).inheritIO().start();
+    }
+
+    private Scenario() {}
+}
