@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Golden-scrape comparison: proves that a change to how the exporter reads
 # or serves JVMs keeps every series and every label. Builds the exporter at
-# BASE (a git revision, default HEAD) and from the work tree, starts a set of
+# BASE (a git revision, default HEAD) and from the work tree (or NEW), starts a set of
 # real JVMs that exercise every kind of series (Serial, Parallel and G1
 # collectors; an executor, a driver and a plain JVM; a Python child; a memory
 # cgroup with a limit), scrapes both exporters at the same moment, replaces
@@ -10,6 +10,7 @@
 #
 #   bench/golden.sh                 # BASE=HEAD against the work tree
 #   BASE=9912dca bench/golden.sh    # against an older revision
+#   BASE=abc^ NEW=abc bench/golden.sh   # one commit against its parent
 #   KEEP=bench/results/golden-base.txt bench/golden.sh   # also save BASE's normalised scrape
 #
 # Exits 1 and prints the diff when a series or label differs.
@@ -36,7 +37,13 @@ trap cleanup EXIT INT TERM
 mkdir -p "$work/base"
 git archive "$base" | tar -x -C "$work/base"
 (cd "$work/base" && go build -o "$work/ee-base" ./cmd/executor_exporter)
-go build -o "$work/ee-new" ./cmd/executor_exporter
+if [ -n "${NEW:-}" ]; then
+  mkdir -p "$work/new"
+  git archive "$NEW" | tar -x -C "$work/new"
+  (cd "$work/new" && go build -o "$work/ee-new" ./cmd/executor_exporter)
+else
+  go build -o "$work/ee-new" ./cmd/executor_exporter
+fi
 javac -d "$work/classes" $(find test/java -name '*.java')
 
 # A memory cgroup with a limit, beside the exporter's own (v2, else v1).

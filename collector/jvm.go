@@ -2,6 +2,9 @@ package collector
 
 import (
 	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/go-kit/log"
 	"github.com/prometheus/client_golang/prometheus"
@@ -32,8 +35,10 @@ const maxLabelBytes = labelvalue.MaxBytes
 var identityLabels = []string{"pid", "role", "app_id", "executor_id"}
 
 func jvmDesc(subsystem, name, help string, extra ...string) *prometheus.Desc {
-	return prometheus.NewDesc(prometheus.BuildFQName(namespace, subsystem, name), help,
-		append(append([]string{}, identityLabels...), extra...), nil)
+	fq := prometheus.BuildFQName(namespace, subsystem, name)
+	d := prometheus.NewDesc(fq, help, append(append([]string{}, identityLabels...), extra...), nil)
+	registerSeriesDesc(d, fq, help, extra)
+	return d
 }
 
 type jvmCollector struct {
@@ -52,6 +57,20 @@ type jvmCollector struct {
 	rss                                     *prometheus.Desc
 	cgLimit, cgUsage, cgWorkingSet, cgKills *prometheus.Desc
 	processes, dropped, readErrors          *prometheus.Desc
+
+	// The per-JVM series of the last view (jvm_series.go).
+	buildMu sync.Mutex
+	builtOf builtKey
+	built   *seriesSet
+	pairs   labelPairs
+	served  atomic.Pointer[seriesSet] // what the last Update served
+	direct  atomic.Bool               // served by ExecutorCollector.Gatherer, not through Update's channel
+}
+
+// builtKey is what the per-JVM series depend on: the view and the pod list.
+type builtKey struct {
+	view time.Time
+	pods *cloud.PodIndex
 }
 
 // NewJVMCollector reports what the tracker reads of every JVM: HotSpot's
@@ -93,6 +112,7 @@ func NewJVMCollector(tracker *jvm.Tracker, logger log.Logger) Collector {
 func (c *jvmCollector) Update(ch chan<- prometheus.Metric) error {
 	view, err := c.tracker.Current()
 	if err != nil {
+		c.served.Store(nil)
 		return err
 	}
 	ch <- prometheus.MustNewConstMetric(c.processes, prometheus.GaugeValue, float64(len(view.JVMs)))
@@ -102,32 +122,53 @@ func (c *jvmCollector) Update(ch chan<- prometheus.Metric) error {
 		// Every reason is present from the start, so increase() sees the first error.
 		ch <- prometheus.MustNewConstMetric(c.readErrors, prometheus.CounterValue, float64(errs[reason]), reason)
 	}
-	var pods cloud.PodsSnapshot
-	if c.pods != nil {
-		pods = c.pods.Pods()
-	}
-	for i := range view.JVMs {
-		j := &view.JVMs[i]
-		c.updateJVM(ch, j, resolvePod(j, pods, c.pods, c.podLabels))
+	set := c.series(view)
+	c.served.Store(set)
+	if !c.direct.Load() {
+		set.send(ch)
 	}
 	return nil
 }
 
-func (c *jvmCollector) updateJVM(ch chan<- prometheus.Metric, j *jvm.JVM, pod podIdentity) {
-	// One label buffer for the JVM's 35 series: the identity, then room for
-	// the info metric's descriptive labels. NewConstMetric copies the
-	// values, so the buffer is reused from one series to the next.
+// series returns the per-JVM series of view, built on the first call for
+// the view (and pod list) and shared by every scrape after it.
+func (c *jvmCollector) series(view jvm.View) *seriesSet {
+	var pods cloud.PodsSnapshot
+	if c.pods != nil {
+		pods = c.pods.Pods()
+	}
+	key := builtKey{view: view.Time, pods: pods.Index}
+	c.buildMu.Lock()
+	defer c.buildMu.Unlock()
+	if c.built != nil && c.builtOf == key {
+		return c.built
+	}
+	c.pairs.start()
+	b := newSeriesBuilder(&c.pairs)
+	for i := range view.JVMs {
+		j := &view.JVMs[i]
+		c.updateJVM(b, j, resolvePod(j, pods, c.pods, c.podLabels))
+	}
+	c.pairs.prune()
+	c.built, c.builtOf = b.done(), key
+	return c.built
+}
+
+func (c *jvmCollector) updateJVM(b *seriesBuilder, j *jvm.JVM, pod podIdentity) {
+	// The identity labels, as strings for the info metric and as label
+	// pairs kept for the JVM's life for the other series.
 	labels := make([]string, 4, 4+len(infoLabels))
 	labels[0], labels[1], labels[2], labels[3] = strconv.Itoa(j.PID), labelValue(j.Role), labelValue(j.AppID), labelValue(j.ExecutorID)
+	b.identity = c.pairs.identity(j.Identity, labels[0])
 	gauge := func(d *prometheus.Desc, v float64, extra ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append(labels[:4], extra...)...)
+		b.add(d, prometheus.GaugeValue, v, extra...)
 	}
 	counter := func(d *prometheus.Desc, v float64, extra ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, append(labels[:4], extra...)...)
+		b.add(d, prometheus.CounterValue, v, extra...)
 	}
 	s := &j.Stats
 
-	c.sendInfo(ch, labels, j, pod)
+	c.sendInfo(b, labels, j, pod)
 	gauge(c.rss, float64(j.RSSJVM), "jvm")
 	gauge(c.rss, float64(j.RSSPython), "python")
 	gauge(c.rss, float64(j.RSSOther), "other")

@@ -144,8 +144,8 @@ func (d *infoDescs) get(base *prometheus.Desc, names []string) *prometheus.Desc 
 
 const jvmInfoHelp = "A JVM on this machine; descriptive labels from hsperfdata and the command line, and the Kubernetes namespace, pod, container and allowlisted pod labels (or the YARN container) from its cgroup and the API server; counters is hsperfdata, or why the JVM publishes no counters."
 
-// sendInfo sends executor_jvm_info; labels holds the identity and is reused.
-func (c *jvmCollector) sendInfo(ch chan<- prometheus.Metric, labels []string, j *jvm.JVM, p podIdentity) {
+// sendInfo adds executor_jvm_info; labels holds the identity and is reused.
+func (c *jvmCollector) sendInfo(b *seriesBuilder, labels []string, j *jvm.JVM, p podIdentity) {
 	s := &j.Stats
 	labels = append(labels[:len(identityLabels)], labelValue(j.MainClass), labelValue(s.VMVersion), labelValue(s.GCName),
 		labelValue(j.Xmx), labelValue(p.pod), labelValue(p.namespace), labelValue(p.container), labelValue(p.uid), labelValue(p.containerID),
@@ -160,7 +160,7 @@ func (c *jvmCollector) sendInfo(ch chan<- prometheus.Metric, labels []string, j 
 	if err != nil {
 		return // a label name a pod's labels cannot make; NodeLabelPairs prevents it
 	}
-	ch <- m
+	b.metric(m)
 }
 
 // podOfCgroup names the namespace, pod and container of a cgroup path from

@@ -96,7 +96,9 @@ func newHandler(ec *collector.ExecutorCollector, logger log.Logger, maxRequests 
 		instrumented = self
 	}
 
-	handler := promhttp.HandlerFor(gatherers, promhttp.HandlerOpts{
+	// The per-JVM series go from the jvm collector's last build straight to
+	// the encoder (ExecutorCollector.Gatherer), not through the registry.
+	handler := promhttp.HandlerForTransactional(ec.Gatherer(gatherers), promhttp.HandlerOpts{
 		ErrorLog:            stdLogger{logger},
 		ErrorHandling:       promhttp.ContinueOnError,
 		MaxRequestsInFlight: maxRequests,

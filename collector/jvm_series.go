@@ -1,0 +1,287 @@
+package collector
+
+import (
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/executor-exporter/executor_exporter/internal/jvm"
+)
+
+// The per-JVM series (35 of them for each JVM) are built once per tracker
+// view, not once per scrape: a view is read every --jvm.sample-interval and
+// served to every scrape until the next one. They are built straight into
+// client_model's form with label pairs kept from build to build (a JVM's
+// identity labels for its whole life, pool and collector names for
+// good), and served to the HTTP handler as they are (ExecutorCollector's
+// Gatherer), without the registry's per-series checks, sorting and copies:
+// with 100 JVMs those cost more than the rest of the scrape.
+
+// descMeta is what the builder needs of a Desc that client_golang keeps
+// private.
+type descMeta struct {
+	name, help string
+	extra      string // the label after the identity, "" for none
+	extraAt    int    // where it sorts among the identity labels
+}
+
+// seriesDescs maps the per-JVM Descs (made by jvmDesc) to their metadata.
+var seriesDescs sync.Map // *prometheus.Desc -> descMeta
+
+func registerSeriesDesc(d *prometheus.Desc, name, help string, extra []string) {
+	m := descMeta{name: name, help: help}
+	if len(extra) == 1 {
+		m.extra = extra[0]
+		sorted := slices.Clone(identityLabels)
+		slices.Sort(sorted)
+		m.extraAt, _ = slices.BinarySearch(sorted, extra[0])
+	}
+	seriesDescs.Store(d, m)
+}
+
+// labelPairs keeps label pairs from one build to the next. Used by one
+// build at a time (the collector's build lock).
+type labelPairs struct {
+	identities map[jvm.Identity][]*dto.LabelPair
+	used       map[jvm.Identity]bool // in this build
+	extras     map[[2]string]*dto.LabelPair
+	names      map[*prometheus.Desc]string // of Descs not made by jvmDesc
+}
+
+func (p *labelPairs) start() {
+	if p.identities == nil {
+		p.identities, p.used, p.extras = map[jvm.Identity][]*dto.LabelPair{}, map[jvm.Identity]bool{}, map[[2]string]*dto.LabelPair{}
+		p.names = map[*prometheus.Desc]string{}
+	}
+	clear(p.used)
+}
+
+// prune forgets the identities of JVMs that were not in this build.
+func (p *labelPairs) prune() {
+	for id := range p.identities {
+		if !p.used[id] {
+			delete(p.identities, id)
+		}
+	}
+}
+
+// maxExtraPairs bounds the kept pool, collector, state and kind pairs;
+// pool and collector names come from hsperfdata files.
+const maxExtraPairs = 4096
+
+// identity returns the JVM's identity labels in name order.
+func (p *labelPairs) identity(id jvm.Identity, pid string) []*dto.LabelPair {
+	p.used[id] = true
+	if pairs, ok := p.identities[id]; ok {
+		return pairs
+	}
+	values := map[string]string{"pid": pid, "role": labelValue(id.Role), "app_id": labelValue(id.AppID), "executor_id": labelValue(id.ExecutorID)}
+	names := slices.Clone(identityLabels)
+	slices.Sort(names)
+	pairs := make([]*dto.LabelPair, len(names))
+	for i, n := range names {
+		pairs[i] = &dto.LabelPair{Name: &names[i], Value: new(values[n])}
+	}
+	p.identities[id] = pairs
+	return pairs
+}
+
+func (p *labelPairs) extra(name, value string) *dto.LabelPair {
+	key := [2]string{name, value}
+	if lp, ok := p.extras[key]; ok {
+		return lp
+	}
+	if len(p.extras) >= maxExtraPairs {
+		clear(p.extras)
+	}
+	lp := &dto.LabelPair{Name: &key[0], Value: &key[1]}
+	p.extras[key] = lp
+	return lp
+}
+
+// seriesSet is the per-JVM series of one view, in client_model's form.
+type seriesSet struct {
+	families []*dto.MetricFamily // by name; series in the order built
+	// The same series with their Descs, for a registry.
+	metrics []*dto.Metric
+	descs   []*prometheus.Desc
+}
+
+// send sends the series to a registry.
+func (s *seriesSet) send(ch chan<- prometheus.Metric) {
+	for i, m := range s.metrics {
+		ch <- prebuiltMetric{desc: s.descs[i], m: m}
+	}
+}
+
+// seriesBuilder builds one seriesSet.
+type seriesBuilder struct {
+	pairs    *labelPairs
+	byName   map[string]*dto.MetricFamily
+	set      *seriesSet
+	identity []*dto.LabelPair // of the JVM being built
+	slab     []series         // allocated 64 at a time
+}
+
+func newSeriesBuilder(pairs *labelPairs) *seriesBuilder {
+	return &seriesBuilder{pairs: pairs, byName: map[string]*dto.MetricFamily{}, set: &seriesSet{}}
+}
+
+// series is one sample's allocation: the metric, its value and its labels.
+type series struct {
+	m      dto.Metric
+	g      dto.Gauge
+	c      dto.Counter
+	v      float64
+	labels [5]*dto.LabelPair
+}
+
+// add adds one series of a Desc made by jvmDesc, for the JVM set by
+// startJVM.
+func (b *seriesBuilder) add(d *prometheus.Desc, vt prometheus.ValueType, v float64, extra ...string) {
+	mv, ok := seriesDescs.Load(d)
+	if !ok {
+		panic("collector: series of a Desc not made by jvmDesc")
+	}
+	meta := mv.(descMeta)
+	if len(b.slab) == 0 {
+		b.slab = make([]series, 64)
+	}
+	s := &b.slab[0]
+	b.slab = b.slab[1:]
+	s.v = v
+	labels := s.labels[:0]
+	if meta.extra == "" {
+		labels = append(labels, b.identity...)
+	} else {
+		labels = append(labels, b.identity[:meta.extraAt]...)
+		labels = append(labels, b.pairs.extra(meta.extra, extra[0]))
+		labels = append(labels, b.identity[meta.extraAt:]...)
+	}
+	s.m.Label = labels
+	typ := dto.MetricType_GAUGE
+	if vt == prometheus.CounterValue {
+		typ = dto.MetricType_COUNTER
+		s.c.Value = &s.v
+		s.m.Counter = &s.c
+	} else {
+		s.g.Value = &s.v
+		s.m.Gauge = &s.g
+	}
+	b.append(d, meta.name, meta.help, typ, &s.m)
+}
+
+// metric adds a series made by client_golang (executor_jvm_info, whose
+// label names vary with the pod labels).
+func (b *seriesBuilder) metric(m prometheus.Metric) {
+	out := &dto.Metric{}
+	if err := m.Write(out); err != nil {
+		return
+	}
+	name, ok := b.pairs.names[m.Desc()]
+	if !ok {
+		name = descName(m.Desc())
+		if len(b.pairs.names) >= maxInfoDescs {
+			clear(b.pairs.names)
+		}
+		b.pairs.names[m.Desc()] = name
+	}
+	b.append(m.Desc(), name, jvmInfoHelp, dto.MetricType_GAUGE, out)
+}
+
+func (b *seriesBuilder) append(d *prometheus.Desc, name, help string, typ dto.MetricType, m *dto.Metric) {
+	f := b.byName[name]
+	if f == nil {
+		f = &dto.MetricFamily{Name: new(name), Help: new(help), Type: typ.Enum()}
+		b.byName[name] = f
+		b.set.families = append(b.set.families, f)
+	}
+	f.Metric = append(f.Metric, m)
+	b.set.metrics = append(b.set.metrics, m)
+	b.set.descs = append(b.set.descs, d)
+}
+
+func (b *seriesBuilder) done() *seriesSet {
+	slices.SortFunc(b.set.families, func(x, y *dto.MetricFamily) int { return strings.Compare(x.GetName(), y.GetName()) })
+	return b.set
+}
+
+// descName is the metric name of a Desc, from its String form
+// (Desc{fqName: "name", ...}); client_golang keeps the field private.
+func descName(d *prometheus.Desc) string {
+	s := d.String()
+	const prefix = `Desc{fqName: "`
+	if !strings.HasPrefix(s, prefix) {
+		return ""
+	}
+	s = s[len(prefix):]
+	if i := strings.IndexByte(s, '"'); i >= 0 {
+		return s[:i]
+	}
+	return ""
+}
+
+// prebuiltMetric serves a built series through a registry.
+type prebuiltMetric struct {
+	desc *prometheus.Desc
+	m    *dto.Metric
+}
+
+func (p prebuiltMetric) Desc() *prometheus.Desc { return p.desc }
+
+func (p prebuiltMetric) Write(out *dto.Metric) error {
+	out.Label, out.Gauge, out.Counter = p.m.Label, p.m.Gauge, p.m.Counter
+	return nil
+}
+
+// Gatherer serves g — a gatherer whose registry has ec registered — and
+// adds the per-JVM series that the jvm collector's Update of this gather
+// served, as they were built, merged in name order. The jvm collector then
+// no longer sends them through the registry. It is for the HTTP handler
+// (promhttp.HandlerForTransactional); tests gather through a registry.
+func (ec *ExecutorCollector) Gatherer(g prometheus.Gatherer) prometheus.TransactionalGatherer {
+	jc, _ := ec.Collectors["jvm"].(*jvmCollector)
+	if jc != nil {
+		jc.direct.Store(true)
+	}
+	return prebuiltGatherer{g: g, jc: jc}
+}
+
+type prebuiltGatherer struct {
+	g  prometheus.Gatherer
+	jc *jvmCollector
+}
+
+func (p prebuiltGatherer) Gather() ([]*dto.MetricFamily, func(), error) {
+	mfs, err := p.g.Gather()
+	if p.jc == nil {
+		return mfs, func() {}, err
+	}
+	set := p.jc.served.Load()
+	if set == nil || len(set.families) == 0 {
+		return mfs, func() {}, err
+	}
+	return mergeFamilies(mfs, set.families), func() {}, err
+}
+
+// mergeFamilies merges two lists of families sorted by name; a name in
+// both becomes one family with the series of both.
+func mergeFamilies(a, b []*dto.MetricFamily) []*dto.MetricFamily {
+	out := make([]*dto.MetricFamily, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		switch c := strings.Compare(a[0].GetName(), b[0].GetName()); {
+		case c < 0:
+			out, a = append(out, a[0]), a[1:]
+		case c > 0:
+			out, b = append(out, b[0]), b[1:]
+		default:
+			out = append(out, &dto.MetricFamily{Name: a[0].Name, Help: a[0].Help, Type: a[0].Type,
+				Metric: append(slices.Clip(a[0].Metric), b[0].Metric...)})
+			a, b = a[1:], b[1:]
+		}
+	}
+	return append(append(out, a...), b...)
+}

@@ -1,0 +1,227 @@
+package collector
+
+import (
+	"bytes"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/executor-exporter/executor_exporter/internal/hsperf"
+	"github.com/executor-exporter/executor_exporter/internal/jvm"
+	"github.com/executor-exporter/executor_exporter/internal/procmem"
+	"github.com/executor-exporter/executor_exporter/internal/testenv"
+	"github.com/executor-exporter/executor_exporter/internal/testjvm"
+)
+
+// encodeText is families in the text format, one line per sample, sorted;
+// the scrape duration, which differs between two gathers, reads 0.
+func encodeText(t testing.TB, families []*dto.MetricFamily) []string {
+	t.Helper()
+	var buf bytes.Buffer
+	enc := expfmt.NewEncoder(&buf, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, f := range families {
+		if err := enc.Encode(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The exposition must parse: one TYPE per family, no duplicate series.
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	if _, err := parser.TextToMetricFamilies(bytes.NewReader(buf.Bytes())); err != nil {
+		t.Fatalf("exposition does not parse: %v\n%s", err, buf.String())
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		if strings.HasPrefix(l, "executor_scrape_collector_duration_seconds{") {
+			l = l[:strings.LastIndexByte(l, ' ')] + " 0"
+		}
+		lines = append(lines, l)
+	}
+	slices.Sort(lines)
+	return lines
+}
+
+// What the HTTP handler serves (ExecutorCollector.Gatherer: the per-JVM
+// series as built, merged into the registry's) is what a registry serves,
+// series for series and value for value, with real JVMs.
+func TestGathererServesWhatRegistryServes(t *testing.T) {
+	j1 := testjvm.Start(t, testjvm.Options{JVMArgs: []string{"-Xmx32m", "-XX:+UseSerialGC"}, Args: []string{"--executor-id", "1", "--app-id", "app-series"}})
+	j2 := testjvm.Start(t, testjvm.Options{MainClass: testjvm.DriverClass, JVMArgs: []string{"-Xmx32m", "-XX:+UseG1GC"}})
+	tracker, err := jvm.NewTracker(jvm.Config{ProcFS: "/proc", SysFS: "/sys", Retention: time.Minute, MaxProcesses: 1000, MaxAge: time.Hour}, log.NewNopLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tracker.Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	gather := func(direct bool) []string {
+		t.Helper()
+		ec := NewExecutorCollectorFrom(log.NewNopLogger(), map[string]Collector{"jvm": NewJVMCollector(tracker, log.NewNopLogger())})
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(ec)
+		var families []*dto.MetricFamily
+		if direct {
+			var done func()
+			families, done, err = ec.Gatherer(reg).Gather()
+			defer done()
+		} else {
+			families, err = reg.Gather()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return encodeText(t, families)
+	}
+	viaRegistry, viaGatherer := gather(false), gather(true)
+	if !slices.Equal(viaRegistry, viaGatherer) {
+		t.Errorf("registry and gatherer differ:\nregistry:\n%s\n\ngatherer:\n%s", strings.Join(viaRegistry, "\n"), strings.Join(viaGatherer, "\n"))
+	}
+	for _, pid := range []int{j1.PID, j2.PID} {
+		found := slices.ContainsFunc(viaGatherer, func(l string) bool {
+			return strings.HasPrefix(l, "executor_jvm_info{") && strings.Contains(l, `pid="`+strconv.Itoa(pid)+`"`)
+		})
+		if !found {
+			t.Errorf("JVM %d not served", pid)
+		}
+	}
+}
+
+// A view is built once: two Updates of the same view serve the same
+// series, not copies.
+func TestSeriesBuiltOncePerView(t *testing.T) {
+	c := NewJVMCollector(nil, log.NewNopLogger()).(*jvmCollector)
+	view := syntheticView(t, 3, time.Now())
+	first := c.series(view)
+	if second := c.series(view); second != first {
+		t.Error("the same view was built twice")
+	}
+	next := view
+	next.Time = view.Time.Add(5 * time.Second)
+	if c.series(next) == first {
+		t.Error("a new view served the old series")
+	}
+}
+
+func TestMergeFamilies(t *testing.T) {
+	fam := func(name string, n int) *dto.MetricFamily {
+		f := &dto.MetricFamily{Name: new(name), Type: dto.MetricType_GAUGE.Enum()}
+		for range n {
+			f.Metric = append(f.Metric, &dto.Metric{Gauge: &dto.Gauge{Value: new(1.0)}})
+		}
+		return f
+	}
+	a := []*dto.MetricFamily{fam("a", 1), fam("c", 1), fam("e", 2)}
+	b := []*dto.MetricFamily{fam("b", 1), fam("c", 2), fam("f", 1)}
+	got := mergeFamilies(a, b)
+	var names []string
+	var counts []int
+	for _, f := range got {
+		names, counts = append(names, f.GetName()), append(counts, len(f.Metric))
+	}
+	if !slices.Equal(names, []string{"a", "b", "c", "e", "f"}) || !slices.Equal(counts, []int{1, 1, 3, 2, 1}) {
+		t.Errorf("merged %v with %v series", names, counts)
+	}
+	if len(a[1].Metric) != 1 {
+		t.Error("merging changed an input family")
+	}
+}
+
+// syntheticView is n JVMs with the counters of a real G1 JVM's hsperfdata.
+func syntheticView(t testing.TB, n int, at time.Time) jvm.View {
+	t.Helper()
+	data, err := os.ReadFile(testenv.RepoRoot() + "/internal/hsperf/testdata/g1.hsperf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := hsperf.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats, err := snap.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := jvm.View{Time: at}
+	for i := range n {
+		view.JVMs = append(view.JVMs, jvm.JVM{
+			Sample: jvm.Sample{
+				Identity: jvm.Identity{PID: 10000 + i, Role: "executor", AppID: "app-20261123150000-0042", ExecutorID: strconv.Itoa(i + 1)},
+				Time:     at, RSSJVM: 1 << 30, RSSPython: 1 << 28,
+			},
+			MainClass: "org.apache.spark.executor.CoarseGrainedExecutorBackend", Xmx: "4g",
+			Stats: stats, Counters: jvm.CountersHsperf,
+			Cgroup:    procmem.CgroupMemory{Path: "/kubepods/pod" + strconv.Itoa(i), Limit: 5 << 30, Usage: 2 << 30, WorkingSet: 1 << 30, HasOOMKills: true},
+			HasCgroup: true,
+		})
+	}
+	return view
+}
+
+// BenchmarkSeries is the per-JVM series of 100 JVMs: built once per view
+// (a background sample), then encoded by every scrape.
+func BenchmarkSeries(b *testing.B) {
+	c := NewJVMCollector(nil, log.NewNopLogger()).(*jvmCollector)
+	view := syntheticView(b, 100, time.Now())
+	set := c.series(view)
+	n := 0
+	for _, f := range set.families {
+		n += len(f.Metric)
+	}
+	b.Run("build", func(b *testing.B) {
+		b.ReportAllocs()
+		reportCPU := testenv.CPUPerOp(b, syscall.RUSAGE_SELF)
+		for i := 0; b.Loop(); i++ {
+			view.Time = view.Time.Add(time.Second) // a new view every time
+			c.series(view)
+		}
+		reportCPU()
+		b.ReportMetric(float64(n), "series")
+	})
+	b.Run("encode", func(b *testing.B) {
+		var buf bytes.Buffer
+		b.ReportAllocs()
+		reportCPU := testenv.CPUPerOp(b, syscall.RUSAGE_SELF)
+		for b.Loop() {
+			buf.Reset()
+			enc := expfmt.NewEncoder(&buf, expfmt.NewFormat(expfmt.TypeTextPlain))
+			for _, f := range set.families {
+				if err := enc.Encode(f); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		reportCPU()
+		b.ReportMetric(float64(buf.Len()), "bytes")
+	})
+	b.Run("registry", func(b *testing.B) {
+		// The same series through a registry's checks and sort, as a
+		// scrape served them before they were built ahead.
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(prebuiltCollector{set})
+		b.ReportAllocs()
+		reportCPU := testenv.CPUPerOp(b, syscall.RUSAGE_SELF)
+		for b.Loop() {
+			if _, err := reg.Gather(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		reportCPU()
+	})
+}
+
+type prebuiltCollector struct{ set *seriesSet }
+
+func (prebuiltCollector) Describe(chan<- *prometheus.Desc) {}
+
+func (p prebuiltCollector) Collect(ch chan<- prometheus.Metric) {
+	p.set.send(ch)
+}
