@@ -29,7 +29,17 @@ TEST_TIMEOUT ?= 30m
 # under $(ARTIFACTS)/_artifacts, one directory per test.
 ARTIFACTS   ?= $(PREFIX)/.artifacts
 
-.PHONY: all build run test test-unit test-deps check-metrics fmt vet lint fuzz mixin mixin-check demo clean
+# Prometheus 3, as users run it today, beside Debian's 2.x: promtool for the
+# rule lint and tests, the server for the live tests and the scenarios.
+# Built from the Go module at a pinned version (v0.316.0 is Prometheus
+# 3.16) into a cache outside the repository, once.
+PROMETHEUS3_VERSION ?= v0.316.0
+TOOLS_DIR   ?= $(HOME)/.cache/executor_exporter
+PROMETHEUS3_DIR := $(TOOLS_DIR)/prometheus-$(PROMETHEUS3_VERSION)
+PROMETHEUS3 := $(PROMETHEUS3_DIR)/prometheus
+PROMTOOL3   := $(PROMETHEUS3_DIR)/promtool
+
+.PHONY: all build run test test-unit test-deps check-metrics fmt vet lint fuzz mixin mixin-check prometheus3 scenarios demo clean
 
 all: fmt vet build test
 
@@ -43,9 +53,9 @@ run: build
 # Everything CI checks: Debian test dependencies, formatting, vet, the
 # mixin's generated files and rule tests, and every Go test (unit, fuzz
 # seeds, real JVMs, real OOM kill, real Prometheus + Alertmanager) with -race.
-test: test-deps fmt-check vet build mixin-check
+test: test-deps fmt-check vet build prometheus3 mixin-check
 	mkdir -p $(ARTIFACTS)
-	EXPORTER_BIN=$(PREFIX)/$(BIN) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -artifacts -outputdir $(ARTIFACTS) ./...
+	EXPORTER_BIN=$(PREFIX)/$(BIN) PROMETHEUS3=$(PROMETHEUS3) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -artifacts -outputdir $(ARTIFACTS) ./...
 
 # Unit tests only: no binary, no root, no packages to install.
 test-unit:
@@ -87,9 +97,24 @@ mixin:
 	$(MAKE) -C mixin generate
 
 # The mixin's formatting, lint, freshness of generated/ and dashboards/, and
-# promtool rule tests.
-mixin-check:
-	$(MAKE) -C mixin check
+# promtool's rule checks and tests, with Debian's promtool and Prometheus 3's
+# (--lint=all --lint-fatal).
+mixin-check: prometheus3
+	$(MAKE) -C mixin check PROMTOOL3=$(PROMTOOL3)
+
+prometheus3: $(PROMETHEUS3) $(PROMTOOL3)
+
+$(PROMETHEUS3) $(PROMTOOL3) &:
+	GOBIN=$(PROMETHEUS3_DIR) GOFLAGS=-mod=mod $(GO) install \
+	  github.com/prometheus/prometheus/cmd/prometheus@$(PROMETHEUS3_VERSION) \
+	  github.com/prometheus/prometheus/cmd/promtool@$(PROMETHEUS3_VERSION)
+
+# The alert scenarios (test/e2e/scenarios_test.go): real JVMs in memory
+# cgroups, the exporter, Prometheus 3 with the shipped rules, Alertmanager;
+# about 15 minutes. Writes the results table, mixin/scenarios.md.
+scenarios: test-deps build prometheus3
+	SCENARIOS=all SCENARIOS_REPORT=$(PREFIX)/mixin/scenarios.md EXPORTER_BIN=$(PREFIX)/$(BIN) PROMETHEUS3=$(PROMETHEUS3) \
+	  $(GO) test -race -count=1 -parallel 16 -timeout 40m -run '^TestScenarios$$' -v ./test/e2e/
 
 demo: build
 	./deploy/prometheus/demo.sh
