@@ -73,7 +73,7 @@ func TestRenderFacts(t *testing.T) {
 		// Executor 3: 2 GiB + 200 MiB + 600 MiB of Python in 3000 MiB.
 		`<tr class="tight" data-pid="4300">`,
 		`<td class="id">etl/etl-exec-3</td>`,
-		`6 JVMs, 1 of them past their container limit; 2 recent OOM kills`,
+		`6 JVMs, 1 that cannot fit its container; 2 recent OOM kills`,
 		// Executor 4 publishes no hsperfdata: its heap is unknown, its RSS is not.
 		`<div class="sub no-counters">no hsperfdata: perf_disable_shared_mem</div>`,
 		`heap unknown; resident 800 MiB of 1 GiB`,
@@ -112,7 +112,7 @@ func TestRenderEmpty(t *testing.T) {
 		"the JVMs have not been sampled yet",
 		"The kernel log is not followed",
 		"Executor exits are not counted (the exits collector is disabled).",
-		`0 JVMs, 0 of them past their container limit; 0 recent OOM kills`,
+		`0 JVMs, 0 that cannot fit its container; 0 recent OOM kills`,
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("the empty page lacks %q:\n%s", want, b.String())

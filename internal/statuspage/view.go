@@ -103,7 +103,7 @@ func newPage(s *Snapshot) page {
 		p.Exits = append(p.Exits, exitRow{Time: formatTime(e.Time), Age: age(s.Time, e.Time),
 			Victim: victim(&e.Identity, ""), Reason: e.Reason, Detail: e.Detail})
 	}
-	p.Summary = fmt.Sprintf("%s, %d of them past their container limit; %s",
+	p.Summary = fmt.Sprintf("%s, %d that cannot fit its container; %s",
 		plural(len(s.JVMs), "JVM"), over, plural(len(s.Kills), "recent OOM kill"))
 	return p
 }
@@ -176,34 +176,28 @@ func jvmOrder(jvms []JVM) []int {
 }
 
 func newJVMRow(j *JVM) jvmRow {
-	nonHeap := formatBytes(j.NonHeapUsed)
-	if j.NonHeapCommitted > 0 {
-		nonHeap += " / " + formatBytes(j.NonHeapCommitted)
-	}
-	limit := "unlimited"
-	if j.ContainerLimit > 0 {
-		limit = formatBytes(j.ContainerLimit)
-	}
-	if noCounters(j) {
-		return jvmRow{
-			PID: strconv.Itoa(j.PID), Role: j.Role, AppID: j.AppID, ExecutorID: j.ExecutorID,
-			Where: where(&j.Identity), MainClass: j.MainClass, MainShort: j.MainClass[strings.LastIndexByte(j.MainClass, '.')+1:],
-			NoCounters: "no hsperfdata: " + j.Counters,
-			HeapUsed:   "n/a", HeapCommitted: "n/a", HeapMax: "n/a", NonHeap: "n/a",
-			RSSJVM: formatBytes(j.RSSJVM), RSSPython: formatBytes(j.RSSPython), RSSOther: formatBytes(j.RSSOther),
-			Limit: limit,
-			Bar:   newRSSBar(&j.Memory),
-		}
-	}
-	return jvmRow{
+	row := jvmRow{
 		PID: strconv.Itoa(j.PID), Role: j.Role, AppID: j.AppID, ExecutorID: j.ExecutorID,
 		Where: where(&j.Identity), MainClass: j.MainClass, MainShort: j.MainClass[strings.LastIndexByte(j.MainClass, '.')+1:],
-		HeapUsed: formatBytes(j.HeapUsed), HeapCommitted: formatBytes(j.HeapCommitted), HeapMax: maxBytes(j.HeapMax),
-		NonHeap: nonHeap,
-		RSSJVM:  formatBytes(j.RSSJVM), RSSPython: formatBytes(j.RSSPython), RSSOther: formatBytes(j.RSSOther),
-		Limit: limit,
-		Bar:   newBar(&j.Memory),
+		RSSJVM: formatBytes(j.RSSJVM), RSSPython: formatBytes(j.RSSPython), RSSOther: formatBytes(j.RSSOther),
+		Limit: "unlimited",
 	}
+	if j.ContainerLimit > 0 {
+		row.Limit = formatBytes(j.ContainerLimit)
+	}
+	if noCounters(j) {
+		row.NoCounters = "no hsperfdata: " + j.Counters
+		row.HeapUsed, row.HeapCommitted, row.HeapMax, row.NonHeap = "n/a", "n/a", "n/a", "n/a"
+		row.Bar = newRSSBar(&j.Memory)
+		return row
+	}
+	row.HeapUsed, row.HeapCommitted, row.HeapMax = formatBytes(j.HeapUsed), formatBytes(j.HeapCommitted), maxBytes(j.HeapMax)
+	row.NonHeap = formatBytes(j.NonHeapUsed)
+	if j.NonHeapCommitted > 0 {
+		row.NonHeap += " / " + formatBytes(j.NonHeapCommitted)
+	}
+	row.Bar = newBar(&j.Memory)
+	return row
 }
 
 // newBar draws the budget: what the JVM may grow to (heap max, or
