@@ -13,6 +13,9 @@ command -v javac >/dev/null 2>&1 || need+=(openjdk-17-jdk-headless)
 command -v jstat >/dev/null 2>&1 || need+=(openjdk-17-jdk-headless)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 command -v unshare >/dev/null 2>&1 || need+=(util-linux)
+# The alert scenarios' node: a memory cgroup that LXCFS shows the exporter
+# as the machine's /proc/meminfo.
+command -v lxcfs >/dev/null 2>&1 || need+=(lxcfs)
 # The manifest tests render kustomize and dry-run the result with kubectl;
 # Debian's own client (1.20) does both when the machine has no newer one.
 command -v kubectl >/dev/null 2>&1 || need+=(kubernetes-client)
