@@ -4,17 +4,48 @@
 // process (cgroup v1 and v2). It only reads files under the procfs and sysfs
 // roots it is given; it never writes to them and never runs anything.
 //
-//	table, err := procmem.NewProcessTable(fs) // one pass over /proc
-//	p, ok := table.Process(pid)                // PID, PPID, Comm, RSS (bytes), StartTime
-//	rss := table.TreeRSS(pid)                  // {JVM, Python, Other} bytes over pid + descendants
+//	w, err := procmem.NewProcessWatch(procPath) // once, kept from scan to scan
+//	table, err := w.Scan(time.Now())             // one listing of /proc per scan
+//	p, ok := table.Process(pid)                  // PID, PPID, Comm, RSS (bytes), StartTime
+//	rss := table.TreeRSS(pid)                    // {JVM, Python, Other} bytes over pid + descendants
 //	cg, err := procmem.ReadCgroupMemory(procPath, sysfsPath, pid)
 //
-// Build one ProcessTable per scan and share it: the scan is the expensive
-// part. The table is immutable and safe for concurrent use.
+// NewProcessTable(fs) is the other way to a table: every process read once
+// with procfs, immutable and safe for concurrent use; tests compare the two.
+//
+// # Reading what changed
+//
+// A machine has many more processes than JVMs (a Kubernetes node hundreds:
+// shims, agents, sidecars), and reading every process's stat costs about
+// 10 µs of CPU each. A ProcessWatch therefore reads per scan:
+//
+//   - /proc listed once with getdents(2), which gives each pid with the
+//     inode number of its directory; procfs gives a new process a new
+//     inode, so a reused pid is a new entry;
+//   - the stat of new processes, of processes started less than 30 s ago
+//     (a launcher exec'ing java, a container runtime's pivot_root just
+//     after fork), and of every process every 5 minutes;
+//   - the stat of whatever the caller asks for: Process(pid) (the JVMs) and
+//     TreeRSS(pid), which walks the tree from the parents the watch knows
+//     and reads each member now, dropping those re-parented out of it.
+//
+// Seen(pid) is the last read of a process without reading it (for filters
+// over every process: kernel threads, command names), Recheck(pid) says
+// whether it was read in this scan because it is new, young or due (when a
+// caller's own cache of the pid is worth refreshing). Parents change only
+// when a process is re-parented after its parent exits, to an ancestor or
+// a subreaper, never into a JVM's tree; the periodic refresh bounds
+// anything else.
+//
+// The watch parses stat with a fmt-free parser of its own (parseStat), a
+// fast path beside procfs's Proc.Stat, which costs more than the kernel's
+// production of the file; TestParseStatAgreesWithProcfs and
+// TestWatchAgreesWithProcfsLive hold it to procfs's answers on every live
+// process.
 //
 // # Process tree resident memory
 //
-// One /proc/<pid>/stat read per process (procfs's Proc.Stat) gives the PPID,
+// One /proc/<pid>/stat read per process gives the PPID,
 // comm, RSS, start time, and the PF_KTHREAD flag that marks the kernel's own
 // threads, which JVM discovery then skips without looking at their files.
 // The boot time comes from /proc/stat once per procfs mount and is cached: it
