@@ -9,6 +9,7 @@
 #   bench/run.sh 1 20       # other JVM counts
 #   SCRAPES=500 bench/run.sh
 #   EXTRA_PROCS=500 bench/run.sh 20   # a busier node: 500 more (sleeping) processes
+#   OLD=9912dca bench/run.sh          # also the exporter built at another revision, side by side
 #
 # Writes bench/results/latest.jsonl and prints the summary table that
 # docs/performance.md shows. Everything listens on 127.0.0.1 only.
@@ -62,6 +63,18 @@ javac -d "$work/classes" $(find test/java -name '*.java')
 ./executor_exporter --web.listen-address="127.0.0.1:$ee_port" --jvm.sample-interval=0 --jvm.max-sample-age=0 \
   --cloud.provider=none --log.level=warn 2>"$work/ee.log" &
 ee_pid=$!; pids+=("$ee_pid")
+# OLD: the same two ways, built at another revision, for an A/B in one run.
+if [ -n "${OLD:-}" ]; then
+  mkdir -p "$work/old"
+  git archive "$OLD" | tar -x -C "$work/old"
+  (cd "$work/old" && go build -o "$work/ee-old" ./cmd/executor_exporter)
+  "$work/ee-old" --web.listen-address="127.0.0.1:${OLD_PORT:-19485}" --jvm.sample-interval=0 --jvm.max-sample-age=0 \
+    --cloud.provider=none --log.level=warn 2>"$work/old.log" &
+  old_pid=$!; pids+=("$old_pid")
+  "$work/ee-old" --web.listen-address="127.0.0.1:${OLD_DEFAULT_PORT:-19486}" \
+    --cloud.provider=none --log.level=warn 2>"$work/old-default.log" &
+  old_default_pid=$!; pids+=("$old_default_pid")
+fi
 ./executor_exporter --web.listen-address="127.0.0.1:$default_port" \
   --cloud.provider=none --log.level=warn 2>"$work/default.log" &
 default_pid=$!; pids+=("$default_pid")
@@ -72,11 +85,14 @@ prometheus-node-exporter --web.listen-address="127.0.0.1:$ne_port" --log.level=w
 ne_pid=$!; pids+=("$ne_pid")
 
 # A Kubernetes node runs hundreds of processes; a bare container a few dozen.
-# Discovery looks at every process, so add some to see what that costs.
+# Add some to see what processes that are not JVMs cost. The exporter reads
+# a process again while it is young (its first 30 s), so the figures are
+# taken once they are older than that, as on a node.
 for ((i = 0; i < ${EXTRA_PROCS:-0}; i++)); do
   sleep 7200 &
   pids+=("$!")
 done
+extra_started=$SECONDS
 
 wait_http() {
   for _ in $(seq 100); do curl -sf -o /dev/null "$1" && return 0; sleep 0.1; done
@@ -109,7 +125,6 @@ start_jvms() {
   echo "exporter sees $(jvms) JVMs, want $want" >&2; exit 1
 }
 
-cpu_of() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 machine() {
   printf '{"kind":"machine","nproc":%s,"mem_total_kib":%s,"kernel":"%s","cpu":"%s","java":"%s","node_exporter":"%s","exporter":"%s"}\n' \
@@ -122,17 +137,26 @@ machine() {
 
 : >"$out"
 machine >>"$out"
-tick="$(getconf CLK_TCK)"
+# CPU time of a process in ns: the sum over its threads' schedstat (ticks
+# of /proc/<pid>/stat are 10 ms, too coarse for 30 s of sampling).
+cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%d", s}'; }
 for n in "${counts[@]}"; do
   echo "== $n JVMs" >&2
   start_jvms "$n"
   sleep 2
+  while ((SECONDS - extra_started < 35)); do sleep 1; done
   python3 bench/scrape.py "http://127.0.0.1:$ee_port/metrics" "$ee_pid" "$scrapes" |
     sed "s/^{/{\"kind\":\"scrape\",\"target\":\"executor_exporter\",\"jvms\":$n,/" >>"$out"
   python3 bench/scrape.py "http://127.0.0.1:$default_port/metrics" "$default_pid" "$scrapes" |
     sed "s/^{/{\"kind\":\"scrape\",\"target\":\"executor_exporter_default\",\"jvms\":$n,/" >>"$out"
   python3 bench/scrape.py "http://127.0.0.1:$ne_port/metrics" "$ne_pid" "$((scrapes / 3))" |
     sed "s/^{/{\"kind\":\"scrape\",\"target\":\"node_exporter\",\"jvms\":$n,/" >>"$out"
+  if [ -n "${OLD:-}" ]; then
+    python3 bench/scrape.py "http://127.0.0.1:${OLD_PORT:-19485}/metrics" "$old_pid" "$scrapes" |
+      sed "s/^{/{\"kind\":\"scrape\",\"target\":\"executor_exporter_old\",\"jvms\":$n,/" >>"$out"
+    python3 bench/scrape.py "http://127.0.0.1:${OLD_DEFAULT_PORT:-19486}/metrics" "$old_default_pid" "$scrapes" |
+      sed "s/^{/{\"kind\":\"scrape\",\"target\":\"executor_exporter_old_default\",\"jvms\":$n,/" >>"$out"
+  fi
 
   # Latency with a public tool; curl's own start-up is in both.
   hyperfine -N --warmup 10 --runs 100 --export-json "$work/hf.json" \
@@ -155,10 +179,10 @@ for r in json.load(open(sys.argv[1]))["results"]:
   done
 
   # Background sampling: the unscraped exporter's CPU over 30 s.
-  c0="$(cpu_of "$idle_pid")"; sleep 30; c1="$(cpu_of "$idle_pid")"
-  printf '{"kind":"background","jvms":%s,"cpu_seconds_per_second":%s,"rss_bytes":%s}\n' \
-    "$n" "$(awk -v a="$c0" -v b="$c1" -v t="$tick" 'BEGIN {print (b - a) / t / 30}')" \
-    "$(awk '/VmRSS/ {print $2 * 1024}' "/proc/$idle_pid/status")" >>"$out"
+  c0="$(cpu_ns "$idle_pid")"; sleep 30; c1="$(cpu_ns "$idle_pid")"
+  printf '{"kind":"background","jvms":%s,"cpu_seconds_per_second":%s,"rss_bytes":%s,"loadavg":"%s"}\n' \
+    "$n" "$(awk -v a="$c0" -v b="$c1" 'BEGIN {print (b - a) / 1e9 / 30}')" \
+    "$(awk '/VmRSS/ {print $2 * 1024}' "/proc/$idle_pid/status")" "$(cut -d' ' -f1 /proc/loadavg)" >>"$out"
 done
 
 python3 bench/summarize.py "$out"

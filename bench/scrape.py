@@ -79,6 +79,7 @@ def main():
         "cpu_seconds_per_scrape": (after - before) / count,
         "latency_median_seconds": statistics.median(latencies),
         "latency_p90_seconds": latencies[int(0.9 * (count - 1))],
+        "latency_p99_seconds": latencies[int(0.99 * (count - 1))],
         **rss_bytes(pid),
     }))
 

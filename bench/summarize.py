@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Turns bench/run.sh's JSON lines into the tables of docs/performance.md.
 
-usage: summarize.py results.jsonl
+usage: summarize.py results.jsonl [busier-node.jsonl]
+
+The second file, from `EXTRA_PROCS=500 bench/run.sh 20`, gives what 500
+more processes add to a reading with 20 JVMs.
 """
 import json
 import statistics
@@ -39,7 +42,7 @@ def main():
     counts = sorted({n for _, n in scrape})
 
     print("| JVMs (seen) | executor_exporter CPU / scrape | per JVM | node_exporter CPU / scrape | ratio | "
-          "jstat -gc CPU / JVM | jstat ÷ exporter per JVM | latency (median, p90) | node_exporter latency | "
+          "jstat -gc CPU / JVM | jstat ÷ exporter per JVM | latency (p50, p99) | node_exporter latency (p50, p90) | "
           "hyperfine curl ee / ne | exporter RSS (max) | scrape size | background sampling CPU |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for n in counts:
@@ -53,7 +56,7 @@ def main():
             n, seen, ms(ee["cpu_seconds_per_scrape"]), ms(per_jvm), ms(ne["cpu_seconds_per_scrape"]),
             ee["cpu_seconds_per_scrape"] / ne["cpu_seconds_per_scrape"] if ne["cpu_seconds_per_scrape"] else float("inf"),
             ms(js), js / per_jvm if per_jvm else float("inf"),
-            ms(ee["latency_median_seconds"]), ms(ee["latency_p90_seconds"]),
+            ms(ee["latency_median_seconds"]), ms(ee.get("latency_p99_seconds", ee["latency_p90_seconds"])),
             ms(ne["latency_median_seconds"]), ms(ne["latency_p90_seconds"]),
             ms(hee["mean_seconds"]) if hee else "-", ms(hne["mean_seconds"]) if hne else "-",
             mib(ee["VmRSS"]), mib(ee["VmHWM"]), ee["bytes"],
@@ -86,6 +89,59 @@ def default_flags_table(path):
             bg * 1e3, (bg + net / 30) * 1e3))
 
 
+def done_when(path, busier=None):
+    """The figures issue 14's budgets are stated in."""
+    rows = [json.loads(line) for line in open(path) if line.strip()]
+    scrape = {(r["target"], r["jvms"]): r for r in rows if r["kind"] == "scrape"}
+    background = {r["jvms"]: r for r in rows if r["kind"] == "background"}
+    jstat = [r["cpu_seconds"] for r in rows if r["kind"] == "jstat"]
+    cpu = lambda t, n: scrape[(t, n)]["cpu_seconds_per_scrape"] if (t, n) in scrape else None
+    print()
+    print("| budget | measured | |")
+    print("|---|---|---|")
+    if cpu("executor_exporter_default", 100) is not None:
+        d, ne = scrape[("executor_exporter_default", 100)], cpu("node_exporter", 100)
+        bg = background.get(100, {}).get("cpu_seconds_per_second", 0.0)
+        net = max(0.0, d["cpu_seconds_per_scrape"] - bg * d.get("seconds", 0) / d["scrapes"])
+        print(f"| 100 JVMs: CPU per served scrape below node_exporter's | {ms(net)} vs {ms(ne)} ({net / ne:.2f}×), "
+              f"p50/p99 {ms(d['latency_median_seconds'])} / {ms(d.get('latency_p99_seconds', 0))} | "
+              f"{'met' if net < ne else 'NOT met'} |")
+    for lo, hi in ((20, 100), (1, 20)):
+        a, b = cpu("executor_exporter", lo), cpu("executor_exporter", hi)
+        if a is None or b is None:
+            continue
+        sa, sb = scrape[("executor_exporter", lo)].get("jvms_seen") or lo, scrape[("executor_exporter", hi)].get("jvms_seen") or hi
+        per = (b - a) / (sb - sa)
+        js = statistics.mean(jstat) if jstat else float("nan")
+        print(f"| marginal CPU per JVM (read + served) ≤ 100 µs, ≥ 1500× below `jstat -gc` | {per * 1e6:.0f} µs "
+              f"({lo}→{hi} JVMs, fresh readings); jstat -gc {ms(js)}: {js / per:,.0f}× | "
+              f"{'met' if per <= 100e-6 and js / per >= 1500 else 'NOT met'} |")
+    if busier:
+        brows = [json.loads(line) for line in open(busier) if line.strip()]
+        b = {(r["target"], r["jvms"]): r for r in brows if r["kind"] == "scrape"}
+        bb = {r["jvms"]: r for r in brows if r["kind"] == "background"}
+        base, more = cpu("executor_exporter", 20), b.get(("executor_exporter", 20))
+        if base is not None and more is not None:
+            add = more["cpu_seconds_per_scrape"] / base - 1
+            print(f"| 500 more processes add ≤ 10 % to a reading with 20 JVMs | fresh reading {ms(base)} → "
+                  f"{ms(more['cpu_seconds_per_scrape'])} ({add * 100:+.0f} %) with {more.get('processes')} processes; "
+                  f"background sampling {background.get(20, {}).get('cpu_seconds_per_second', 0) * 1e3:.2f} → "
+                  f"{bb.get(20, {}).get('cpu_seconds_per_second', 0) * 1e3:.2f} ms/s | {'met' if add <= 0.10 else 'NOT met'} |")
+    for t in ("executor_exporter_default", "executor_exporter"):
+        if (t, 100) in scrape:
+            r = scrape[(t, 100)]
+            print(f"| RSS under 25 MiB with 100 JVMs ({'default flags' if t.endswith('default') else 'fresh readings'}) | "
+                  f"{mib(r['VmRSS'])} (peak {mib(r['VmHWM'])}) | {'met' if r['VmHWM'] < 25 * 2**20 else 'NOT met'} |")
+    for t, label in (("executor_exporter_old", "fresh"), ("executor_exporter_old_default", "default flags")):
+        for n in sorted({n for tt, n in scrape if tt == t}):
+            new = cpu(t.replace("_old", ""), n)
+            print(f"| A/B, {n} JVMs, {label}: the OLD revision against this one | {ms(cpu(t, n))} → {ms(new)} | |")
+    loads = sorted({float(r["loadavg"]) for r in rows if r.get("loadavg")})
+    if loads:
+        print(f"\nload average during the run: {loads[0]:.1f}–{loads[-1]:.1f}")
+
+
 if __name__ == "__main__":
     main()
     default_flags_table(sys.argv[1])
+    done_when(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None)

@@ -22,13 +22,16 @@ import (
 // 20 real JVMs on the machine: the jvm and memory collectors, the Go and
 // process collectors, text encoding and gzip, through promhttp as the
 // binary serves it. "served" answers from a sample younger than
-// --jvm.max-sample-age (the default flags); "fresh" reads every JVM.
+// --jvm.max-sample-age (the default flags); "fresh" reads every JVM;
+// "served-registry" is "served" with the per-JVM series gathered through
+// the registry, as before ExecutorCollector.Gatherer.
 func BenchmarkHTTPScrape(b *testing.B) {
 	startBenchJVMs(b, 20)
 	for _, bc := range []struct {
-		name   string
-		maxAge time.Duration
-	}{{"served", time.Hour}, {"fresh", 0}} {
+		name     string
+		maxAge   time.Duration
+		registry bool
+	}{{"served", time.Hour, false}, {"served-registry", time.Hour, true}, {"fresh", 0, false}} {
 		b.Run(bc.name, func(b *testing.B) {
 			tracker, err := jvm.NewTracker(jvm.Config{ProcFS: "/proc", SysFS: "/sys", Retention: time.Minute,
 				MaxProcesses: 1000, MaxAge: bc.maxAge}, log.NewNopLogger())
@@ -39,15 +42,16 @@ func BenchmarkHTTPScrape(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			ec := NewExecutorCollectorFrom(log.NewNopLogger(), map[string]Collector{
+				"jvm": NewJVMCollector(tracker, log.NewNopLogger()), "memory": memory,
+			})
 			reg := prometheus.NewRegistry()
-			reg.MustRegister(
-				NewExecutorCollectorFrom(log.NewNopLogger(), map[string]Collector{
-					"jvm": NewJVMCollector(tracker, log.NewNopLogger()), "memory": memory,
-				}),
-				collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-				collectors.NewGoCollector(),
-			)
-			handler := promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+			reg.MustRegister(ec, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
+			opts := promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}
+			handler := promhttp.HandlerForTransactional(ec.Gatherer(reg), opts)
+			if bc.registry {
+				handler = promhttp.HandlerFor(reg, opts)
+			}
 			req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
 			req.Header.Set("Accept-Encoding", "gzip")
 			scrape := func() int {

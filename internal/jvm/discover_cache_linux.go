@@ -3,7 +3,10 @@ package jvm
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -23,9 +26,11 @@ type discovery struct {
 	nsKnown  bool
 	roots    map[rootKey]*rootKey // interned, so groups are keyed by pointer
 	pids     map[int]*discovered
+	listings map[*rootKey]*listing // by root, kept while the root is
 	gen      uint64
-	// inspected counts processes whose root was looked at, for tests.
-	inspected int
+	// inspected counts processes whose root was looked at, relisted the
+	// roots listed in full; for tests.
+	inspected, relisted int
 }
 
 // discovered is what discovery knows of one pid.
@@ -36,7 +41,7 @@ type discovered struct {
 }
 
 func newDiscovery(procPath string) *discovery {
-	return &discovery{procPath: procPath, roots: map[rootKey]*rootKey{}, pids: map[int]*discovered{}}
+	return &discovery{procPath: procPath, roots: map[rootKey]*rootKey{}, pids: map[int]*discovered{}, listings: map[*rootKey]*listing{}}
 }
 
 // find returns the candidates among the processes of table, as
@@ -90,7 +95,12 @@ func (d *discovery) find(table *procmem.ProcessTable) ([]Candidate, error) {
 		live[*key] = key
 	}
 	d.roots = live
-	return candidatesIn(d.procPath, sets, d.nspid), nil
+	for key := range d.listings {
+		if live[*key] != key {
+			delete(d.listings, key)
+		}
+	}
+	return candidatesIn(sets, d.list, d.nspid), nil
 }
 
 func (d *discovery) intern(key rootKey) *rootKey {
@@ -125,4 +135,145 @@ func readInto(path string, buf []byte, limit int) ([]byte, error) {
 	}
 	defer unix.Close(fd)
 	return readFD(fd, buf, 4096, limit)
+}
+
+// listing is a root's hsperfdata files as last listed, with what tells
+// whether they may have changed: the inode and modification time of its
+// /tmp (a directory created or removed there) and of each
+// hsperfdata_<user> directory (a JVM's file created or removed).
+type listing struct {
+	tmp   dirStamp
+	dirs  map[string]*dirListing
+	clean bool // nothing was modified too recently to trust the times
+}
+
+type dirListing struct {
+	stamp dirStamp
+	pids  []int
+}
+
+type dirStamp struct {
+	ino   uint64
+	mtime unix.Timespec
+}
+
+// trustAfter is how old a modification time must be before a listing
+// taken after it is reused: a change within the file system's timestamp
+// granularity of the listing would not move the time.
+const trustAfter = 2 * time.Second
+
+// list returns pid's root's hsperfdata files (as listHsperfFiles does),
+// listing /tmp and each hsperfdata_<user> directory again only when its
+// modification time moved: otherwise a stat of each.
+func (d *discovery) list(pid int) (map[int][]string, error) {
+	e := d.pids[pid]
+	if e == nil || e.root == nil {
+		return listHsperfFiles(d.procPath, pid)
+	}
+	root, err := openRoot(d.procPath, pid)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(root)
+	now := time.Now()
+	tmp, err := stampOf(root, "tmp", now)
+	if err != nil {
+		delete(d.listings, e.root)
+		return nil, err
+	}
+	l := d.listings[e.root]
+	if l == nil || !l.clean || l.tmp != tmp.stamp || tmp.recent {
+		d.relisted++
+		l, err = listRoot(d.procPath, pid, root, now)
+		if err != nil {
+			delete(d.listings, e.root)
+			return nil, err
+		}
+		l.tmp, l.clean = tmp.stamp, !tmp.recent
+		d.listings[e.root] = l
+	} else {
+		for name, dl := range l.dirs {
+			st, err := stampOf(root, "tmp/"+name, now)
+			if err == nil && st.stamp == dl.stamp && !st.recent {
+				continue
+			}
+			// Changed, too recent to trust, or gone: list it again.
+			l.clean = false
+			d.listings[e.root] = nil
+			return d.list(pid)
+		}
+	}
+	files := map[int][]string{}
+	for name, dl := range l.dirs {
+		for _, n := range dl.pids {
+			files[n] = append(files[n], name)
+		}
+	}
+	for _, dirs := range files {
+		slices.Sort(dirs)
+	}
+	return files, nil
+}
+
+type stamped struct {
+	stamp  dirStamp
+	recent bool // modified less than trustAfter ago
+}
+
+// stampOf stats a directory beneath root without following a symlink at
+// the end: a symlink is not a directory discovery lists.
+func stampOf(root int, name string, now time.Time) (stamped, error) {
+	var st unix.Stat_t
+	if err := unix.Fstatat(root, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return stamped{}, &os.PathError{Op: "fstatat", Path: name, Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return stamped{}, &os.PathError{Op: "fstatat", Path: name, Err: unix.ENOTDIR}
+	}
+	mtime := time.Unix(st.Mtim.Unix())
+	return stamped{stamp: dirStamp{ino: st.Ino, mtime: st.Mtim}, recent: now.Sub(mtime) < trustAfter}, nil
+}
+
+// listRoot lists every hsperfdata_<user> directory of a root, as
+// listHsperfFiles does, and stamps each first: a change after the stamp
+// moves the time again, so the next scan lists it.
+func listRoot(procPath string, pid, root int, now time.Time) (*listing, error) {
+	tmp, err := openBeneath(root, "tmp", unix.O_DIRECTORY)
+	if err != nil {
+		return nil, err
+	}
+	names, err := tmp.Readdirnames(-1)
+	_ = tmp.Close()
+	if err != nil {
+		return nil, err
+	}
+	l := &listing{dirs: map[string]*dirListing{}, clean: true}
+	for _, name := range names {
+		if !strings.HasPrefix(name, "hsperfdata_") {
+			continue
+		}
+		st, err := stampOf(root, "tmp/"+name, now)
+		if err != nil {
+			continue // not a directory discovery lists
+		}
+		l.clean = l.clean && !st.recent
+		l.dirs[name] = &dirListing{stamp: st.stamp}
+	}
+	files, err := listHsperfFiles(procPath, pid)
+	if err != nil {
+		return nil, err
+	}
+	for n, dirs := range files {
+		for _, dir := range dirs {
+			dl := l.dirs[dir]
+			if dl == nil {
+				// Appeared between the two listings: kept, with no
+				// stamp, so that the next scan lists it again.
+				dl = &dirListing{}
+				l.dirs[dir] = dl
+			}
+			dl.pids = append(dl.pids, n)
+		}
+	}
+	return l, nil
 }

@@ -1,6 +1,9 @@
 package jvm
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -72,4 +75,76 @@ func TestDiscoveryCachesRoots(t *testing.T) {
 	if got := scan(); !has(got, second.PID) || !has(got, first.PID) {
 		t.Errorf("after a new JVM: %+v, want %d and %d", got, first.PID, second.PID)
 	}
+}
+
+// A root's hsperfdata directories are listed again when their
+// modification times move, and only then.
+func TestDiscoveryListsChangedRootsOnly(t *testing.T) {
+	dir := t.TempDir()
+	fsroot := dir + "/root"
+	mkfile := func(name string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(fsroot+name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(fsroot+name, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	age := func(name string, ago time.Duration) {
+		t.Helper()
+		at := time.Now().Add(-ago)
+		if err := os.Chtimes(fsroot+name, at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mkfile("/tmp/hsperfdata_u/100")
+	mkfile("/tmp/unrelated/file")
+	age("/tmp/hsperfdata_u", time.Minute)
+	age("/tmp", time.Minute)
+	if err := os.MkdirAll(dir+"/proc/100", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(fsroot, dir+"/proc/100/root"); err != nil {
+		t.Fatal(err)
+	}
+	d := newDiscovery(dir + "/proc")
+	d.pids[100] = &discovered{root: d.intern(rootKey{mntNS: "mnt:[1]"})}
+	check := func(what string, want map[int][]string, relisted int) {
+		t.Helper()
+		got, err := d.list(100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) || d.relisted != relisted {
+			t.Errorf("%s: files %v after %d listings, want %v after %d", what, got, d.relisted, want, relisted)
+		}
+	}
+	check("first", map[int][]string{100: {"hsperfdata_u"}}, 1)
+	check("unchanged", map[int][]string{100: {"hsperfdata_u"}}, 1)
+
+	mkfile("/tmp/hsperfdata_u/101")
+	age("/tmp/hsperfdata_u", 30*time.Second)
+	check("a JVM's file added", map[int][]string{100: {"hsperfdata_u"}, 101: {"hsperfdata_u"}}, 2)
+	check("unchanged again", map[int][]string{100: {"hsperfdata_u"}, 101: {"hsperfdata_u"}}, 2)
+
+	mkfile("/tmp/hsperfdata_v/102")
+	age("/tmp/hsperfdata_v", 20*time.Second)
+	age("/tmp", 20*time.Second)
+	check("another user's directory", map[int][]string{100: {"hsperfdata_u"}, 101: {"hsperfdata_u"}, 102: {"hsperfdata_v"}}, 3)
+
+	if err := os.Remove(fsroot + "/tmp/hsperfdata_u/100"); err != nil {
+		t.Fatal(err)
+	}
+	age("/tmp/hsperfdata_u", 10*time.Second)
+	check("a file removed", map[int][]string{101: {"hsperfdata_u"}, 102: {"hsperfdata_v"}}, 4)
+
+	// Modified just now: not trusted, listed on every call until it is old.
+	mkfile("/tmp/hsperfdata_v/103")
+	want := map[int][]string{101: {"hsperfdata_u"}, 102: {"hsperfdata_v"}, 103: {"hsperfdata_v"}}
+	check("recent change", want, 5)
+	check("still recent", want, 6)
+	age("/tmp/hsperfdata_v", 5*time.Second)
+	check("old enough", want, 7)
+	check("cached", want, 7)
 }

@@ -79,13 +79,14 @@ func FindCandidates(procPath string, skip func(pid int) bool) ([]Candidate, erro
 	for i, key := range order {
 		sets[i] = groups[key]
 	}
-	return candidatesIn(procPath, sets, func(pid int) (int, error) { return pidInNamespace(procPath, procfsPIDNS, pid) }), nil
+	return candidatesIn(sets, func(pid int) (map[int][]string, error) { return listHsperfFiles(procPath, pid) },
+		func(pid int) (int, error) { return pidInNamespace(procPath, procfsPIDNS, pid) }), nil
 }
 
 // candidatesIn lists the hsperfdata files of every group of processes that
-// share a root, and returns the processes that have one: nspid says what a
-// process's own pid is, the name its file has.
-func candidatesIn(procPath string, groups [][]int, nspid func(pid int) (int, error)) []Candidate {
+// share a root (list, through any member), and returns the processes that
+// have one: nspid says what a process's own pid is, the name its file has.
+func candidatesIn(groups [][]int, list func(pid int) (map[int][]string, error), nspid func(pid int) (int, error)) []Candidate {
 	var found []Candidate
 	for _, pids := range groups {
 		var files map[int][]string
@@ -93,7 +94,7 @@ func candidatesIn(procPath string, groups [][]int, nspid func(pid int) (int, err
 		for _, pid := range pids {
 			// Any member's root gives the same listing; the first one
 			// that is still there and readable does.
-			if files, err = listHsperfFiles(procPath, pid); err == nil {
+			if files, err = list(pid); err == nil {
 				break
 			}
 		}
