@@ -53,6 +53,14 @@
     '{{ with printf `%s` $labels.instance $labels.pid | query }}{{ . | first | value | printf "%%.0f" }}{{ end }}' %
     std.strReplace('(%(a)s > %(b)s or %(b)s)' % { a: raiseBy, b: e.mib(e.heapMax + ' / 4') }, sel, sel + ', instance="%[1]s", pid="%[2]s"'),
 
+  // The heap figures of a JVM that has ended, from its last series in
+  // the exit window; nothing when they are gone already.
+  local heapFigures =
+    ('{{ with printf `max_over_time(executor_jvm_memory_used_bytes{%(sel)s, instance="%%[1]s", pid="%%[2]s", area="heap"}[%(w)s])` $labels.instance $labels.pid | query }}' +
+     'Its heap used up to {{ . | first | value | humanize1024 }}B' +
+     '{{ with printf `last_over_time(executor_jvm_memory_max_bytes{%(sel)s, instance="%%[1]s", pid="%%[2]s", area="heap"}[%(w)s])` $labels.instance $labels.pid | query }} of {{ . | first | value | humanize1024 }}B (-Xmx){{ end }}' +
+     ' in its last %(w)s. {{ end }}') % { sel: sel, w: c.exitWindow },
+
   local alert(name, severity, forDuration, expr, summary, description) = {
     alert: name,
     expr: expr,
@@ -233,6 +241,28 @@
             ||| % { sel: sel, window: c.oomKillWindow }, ['pid', 'cause']),
             'Executor OOM-killed.',
             'The kernel OOM-killed %s (exit code 137). Cause: {{ $labels.cause }} ({{ $labels.constraint }}).' % jvm,
+          ),
+        ],
+      },
+      {
+        name: 'executor_exporter.exits',
+        rules: [
+          alert(
+            'ExecutorHeapExhausted',
+            'warning',
+            null,
+            // Like ExecutorOOMKilled: the second operand catches an exit
+            // whose series starts at 1.
+            withInstanceType(|||
+              increase(%(exits)s[%(window)s]) > 0
+              or
+              (%(exits)s > 0 unless %(exits)s offset %(window)s)
+            ||| % { exits: 'executor_jvm_exits_total{%s, reason="heap_exhausted"}' % sel, window: c.exitWindow }, ['pid']),
+            'Executor lost to heap exhaustion.',
+            ('%s ran out of heap (java.lang.OutOfMemoryError, exit code 52): at the end its heap was full after collection while the collector ran almost continuously. ' +
+             '%s' +
+             'Raise spark.executor.memory (and the container limit with it), or give each task less data: more partitions (spark.sql.shuffle.partitions), fewer concurrent tasks (spark.executor.cores).') %
+            [jvm, heapFigures],
           ),
         ],
       },

@@ -88,6 +88,10 @@
     // Window in which a new OOM kill counts as new.
     oomKillWindow: '10m',
 
+    // Window in which an executor's end counts as new; the JVM's last
+    // heap figures are looked up over it too.
+    exitWindow: '10m',
+
     metadataUnavailableFor: '30m',
     collectorFailingFor: '15m',
     exporterDownFor: '5m',

@@ -121,6 +121,19 @@
             },
           },
           {
+            // How executors end, per machine kind: are spot nodes losing
+            // them to interruptions, one instance type to its heap?
+            record: 'instance_type:executor_jvm_exits:increase1h',
+            expr: |||
+              sum by(%(labels)s, reason) (
+                %(joined)s
+              )
+            ||| % {
+              labels: instanceTypeLabels,
+              joined: std.strReplace(withInstanceInfo('increase(executor_jvm_exits_total{%s}[1h])' % sel, 'provider, instance_type, lifecycle'), '\n', '\n  '),
+            },
+          },
+          {
             record: 'instance_type:executor_node_oom_kills:increase1h',
             expr: |||
               sum by(%(labels)s) (
@@ -155,6 +168,10 @@
           {
             record: 'app:executor_jvms:count',
             expr: 'count by(%s, role) (executor_jvm_info{%s, app_id!=""})\n' % [appLabels, sel],
+          },
+          {
+            record: 'app:executor_jvm_exits:increase1h',
+            expr: 'sum by(%s, reason) (increase(executor_jvm_exits_total{%s, app_id!=""}[1h]))\n' % [appLabels, sel],
           },
           {
             record: 'app:executor_oom_kills:increase1h',

@@ -39,6 +39,13 @@ local common = import 'common.libsonnet';
               'executor {{executor_id}} (pid {{pid}}), {{constraint}}',
               'red'
             ),
+            g.annotation(
+              'Executor ends',
+              'changes(executor_jvm_exits_total{%(s)s}[2m]) > 0 or (executor_jvm_exits_total{%(s)s} > 0 unless executor_jvm_exits_total{%(s)s} offset 2m)' % { s: s },
+              'Ended: {{reason}}',
+              'executor {{executor_id}} (pid {{pid}})',
+              'purple'
+            ),
           ],
         },
         panels: g.layout([
@@ -127,6 +134,9 @@ local common = import 'common.libsonnet';
             g.timeseries('OOM kills', 'Kernel OOM kills of these executors, by cause: heap (raise the heap, or lower it below the limit), native (raise spark.executor.memoryOverhead), node (the machine ran out).', [
               g.target('sum by(executor_id, cause) (increase(executor_oom_kills_total{%s}[$__rate_interval]))' % s, '{{executor_id}} {{cause}}'),
             ], 'short', min=0) { height: 6 },
+            g.table('How it ended', 'The reason each of these executors ended in the time range, as the exits collector judged it (docs/exits.md): oom_killed, heap_exhausted, interrupted, killed, exited or unknown.', [
+              g.target('max by(app_id, executor_id, pid, reason) (max_over_time(executor_jvm_exits_total{%s}[$__range])) > 0' % s, instant=true, format='table'),
+            ]) { height: 6 },
           ],
         ]),
       },

@@ -85,6 +85,14 @@ local common = import 'common.libsonnet';
             ], 'short', min=0),
           ],
           [
+            g.timeseries('Executor exits per hour by reason', 'How the tracked JVMs ended, per hour: oom_killed, heap_exhausted, interrupted, killed, exited, unknown (docs/exits.md).', [
+              g.target('sum by(reason) (instance_type:executor_jvm_exits:increase1h{%s})' % f, '{{reason}}'),
+            ], 'short', min=0),
+            g.timeseries('Executor exits per hour by instance type', 'The same by instance type and lifecycle: spot nodes losing executors to interruptions, one instance type losing them to its heap or to native memory.', [
+              g.target('sum by(%s, reason) (instance_type:executor_jvm_exits:increase1h{%s})' % [byType, f], '{{instance_type}} {{lifecycle}} {{reason}}'),
+            ], 'short', min=0),
+          ],
+          [
             g.timeseries('Interruption notices', 'Machines with a pending notice, by event.', [
               g.target('sum by(%s, event) (executor_instance_interruption_pending{%s} * on(%s, instance) group_left(instance_type, lifecycle) %s)' % [byType, common.job, c.clusterLabel, nodesOfSelection], '{{instance_type}} {{lifecycle}} {{event}}'),
             ], 'short', min=0),

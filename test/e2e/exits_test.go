@@ -1,0 +1,161 @@
+package e2e
+
+import (
+	"errors"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/executor-exporter/executor_exporter/internal/cloud/cloudtest"
+	"github.com/executor-exporter/executor_exporter/internal/testjvm"
+)
+
+// TestExitsEndToEnd runs the built exporter twice on this machine — one
+// told by the AWS metadata stand-in that a spot interruption is pending,
+// one on a machine without a cloud — while three real executor stand-ins
+// end: one SIGKILLed, one stopped with SIGTERM, one that fills its heap and
+// exits 52 from its OutOfMemoryError handler as Spark does. Each exporter
+// counts each end once, with the executor's identity and the reason its
+// machine's state gives; Prometheus (Debian's 2 and the pinned 3) with the
+// mixin's rules fires ExecutorHeapExhausted with the heap figures and the
+// Spark setting to change. Kernel OOM kills are counted the same way in
+// collector/exits_linux_test.go and oom_test.go.
+func TestExitsEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real JVMs, two exporters and Prometheus")
+	}
+	testjvm.RequireJava(t)
+	// Two Prometheus servers scrape it: a new counter must read 0 long
+	// enough for both to see the 0, or increase() misses the first end.
+	plain := startExporter(t, "--jvm.sample-interval=500ms", "--cloud.provider=none", "--exits.new-series-hold=5s")
+	imds := cloudtest.NewAWS(t, cloudtest.AWSOptions{})
+	imds.Set(cloudtest.AWSInstanceTypePath, "r5.xlarge")
+	imds.Set(cloudtest.AWSInstanceActionPath, `{"action": "terminate", "time": "2030-01-01T00:00:00Z"}`)
+	spot := startExporter(t, "--jvm.sample-interval=500ms", "--cloud.provider=aws", "--cloud.aws.metadata-url="+imds.URL,
+		"--cloud.interruption-poll-interval=1s")
+	waitFor(t, time.Minute, "the spot exporter to see the notice", func() bool {
+		v, ok := findSample(spot.scrape(t), "executor_instance_interruption_pending", map[string]string{"event": "spot_interruption"})
+		return ok && v == 1
+	})
+	rules := renderMixin(t, alertTestOverrides)
+	proms := map[string]*promServer{}
+	for name, bin := range prometheusBinaries(t) {
+		proms[name] = startPrometheus(t, promConfig{Binary: bin, RulesDir: rules, Targets: []string{plain.Addr}})
+	}
+
+	start := func(id string, args ...string) *testjvm.JVM {
+		return testjvm.Start(t, testjvm.Options{JVMArgs: []string{"-Xmx64m"},
+			Args: append([]string{"--executor-id", id, "--app-id", "app-exits-e2e", "--exit-after-s", "300"}, args...)})
+	}
+	killed := start("1", "--heap-mb", "8")
+	stopped := start("2", "--heap-mb", "8")
+	// Slow enough that Prometheus scrapes the heap on its way up: the
+	// alert's description shows it.
+	heap := start("3", "--spark-exit", "--heap-mb", "1000", "--step-mb", "1", "--step-ms", "150", "--churn")
+	for _, j := range []*testjvm.JVM{killed, stopped} {
+		waitFor(t, time.Minute, "both exporters to sample the executors", func() bool {
+			_, a := findSample(plain.scrape(t), "executor_jvm_info", map[string]string{"pid": strconv.Itoa(j.PID)})
+			_, b := findSample(spot.scrape(t), "executor_jvm_info", map[string]string{"pid": strconv.Itoa(j.PID)})
+			return a && b
+		})
+	}
+	_ = syscall.Kill(killed.PID, syscall.SIGKILL)
+	_ = syscall.Kill(stopped.PID, syscall.SIGTERM)
+	if code := endOf(t, heap); code != 52 {
+		t.Fatalf("the heap stand-in ended with %d, want 52", code)
+	}
+	endOf(t, killed)
+	endOf(t, stopped)
+
+	for _, tc := range []struct {
+		e    *exporter
+		j    *testjvm.JVM
+		id   string
+		want string
+	}{
+		{plain, killed, "1", "killed"},
+		{plain, stopped, "2", "exited"},
+		{plain, heap, "3", "heap_exhausted"},
+		{spot, killed, "1", "interrupted"},
+		{spot, stopped, "2", "interrupted"},
+		{spot, heap, "3", "heap_exhausted"}, // its own heap, notice or not
+	} {
+		labels := map[string]string{"pid": strconv.Itoa(tc.j.PID), "app_id": "app-exits-e2e", "executor_id": tc.id, "role": "executor", "reason": tc.want}
+		waitFor(t, time.Minute, "executor "+tc.id+" counted as "+tc.want, func() bool {
+			v, ok := findSample(tc.e.scrape(t), "executor_jvm_exits_total", labels)
+			return ok && v == 1
+		})
+		families := tc.e.scrape(t)
+		for _, m := range families["executor_jvm_exits_total"].GetMetric() {
+			if labelsMatch(m, map[string]string{"pid": strconv.Itoa(tc.j.PID)}) && !labelsMatch(m, labels) {
+				t.Errorf("executor %s counted again: %v", tc.id, m.GetLabel())
+			}
+		}
+		if n := strings.Count(tc.e.Logs(), "JVM ended: Spark executor "+tc.id+" of app-exits-e2e (pid "+strconv.Itoa(tc.j.PID)+")"); n != 1 {
+			t.Errorf("%d log lines for executor %s's end", n, tc.id)
+		}
+	}
+
+	for name, p := range proms {
+		var got promAlert
+		waitFor(t, 2*time.Minute, name+": ExecutorHeapExhausted to fire", func() bool {
+			alerts, err := p.alerts()
+			if err != nil {
+				return false
+			}
+			for _, a := range alerts {
+				if a.Labels["alertname"] == "ExecutorHeapExhausted" && a.State == "firing" && a.Labels["pid"] == strconv.Itoa(heap.PID) {
+					got = a
+					return true
+				}
+			}
+			return false
+		})
+		if got.Labels["executor_id"] != "3" || got.Labels["app_id"] != "app-exits-e2e" {
+			t.Errorf("%s: alert labels %v", name, got.Labels)
+		}
+		for _, want := range []string{"executor 3", "64MiB", "spark.executor.memory"} {
+			if !strings.Contains(got.Annotations["description"], want) {
+				t.Errorf("%s: description %q lacks %q", name, got.Annotations["description"], want)
+			}
+		}
+		t.Logf("%s: %s", name, got.Annotations["description"])
+
+		// What the dashboards and recording rules show of these ends.
+		for _, q := range []struct{ expr, what string }{
+			{`instance_type:executor_jvm_exits:increase1h{reason="heap_exhausted"} > 0`, "the fleet's exits per instance type"},
+			{`app:executor_jvm_exits:increase1h{app_id="app-exits-e2e", reason="killed"} > 0`, "the application's exits"},
+			{`max by(app_id, executor_id, pid, reason) (max_over_time(executor_jvm_exits_total{app_id="app-exits-e2e"}[5m])) > 0`, "the executor dashboard's How it ended"},
+		} {
+			waitFor(t, time.Minute, name+": "+q.what, func() bool {
+				res, err := p.tryQuery(q.expr)
+				return err == nil && len(res) > 0
+			})
+		}
+		if rows := p.query(t, `max by(app_id, executor_id, pid, reason) (max_over_time(executor_jvm_exits_total{app_id="app-exits-e2e"}[5m])) > 0`); len(rows) != 3 {
+			t.Errorf("%s: How it ended shows %d rows, want one per executor: %v", name, len(rows), rows)
+		}
+	}
+}
+
+// endOf waits for a stand-in to end and returns its exit code (128 + the
+// signal when killed).
+func endOf(t *testing.T, j *testjvm.JVM) int {
+	t.Helper()
+	select {
+	case <-j.Done():
+	case <-time.After(90 * time.Second):
+		t.Fatal("a stand-in did not end within 90 s")
+	}
+	var ee *exec.ExitError
+	if !errors.As(j.Err(), &ee) {
+		return 0
+	}
+	if ws := ee.Sys().(syscall.WaitStatus); ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ee.ExitCode()
+}
