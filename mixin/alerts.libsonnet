@@ -92,7 +92,7 @@
             [jvm, show(e.heapMax), show(e.nonHeap), pythonNote, show('executor_container_memory_limit_bytes{%s}' % sel)],
           ),
           alert(
-            'ExecutorMemoryOverheadBudgetNearlyExhausted',
+            'ExecutorOverheadBudgetNearlyFull',
             'warning',
             c.budgetFor,
             withInstanceType(|||
@@ -107,7 +107,7 @@
             [jvm, show(e.nonHeap), pythonNote, c.budgetThreshold * 100, show(e.budget)],
           ),
           alert(
-            'ExecutorMemoryOverheadBudgetExhaustionPredicted',
+            'ExecutorOverheadBudgetRunningOut',
             'warning',
             c.budgetPredictFor,
             // A subquery rather than the recorded non-heap series: an alert

@@ -11,7 +11,11 @@ local g = import '../lib/dashboard.libsonnet';
 
   // The scrape jobs of executor_exporter, whatever they are called.
   jobVariable(c)::
-    g.queryVariable('job', 'Job', c.jobVariableSelector, 'job', multi=false, includeAll=false),
+    g.queryVariable('job', 'Job', c.jobVariableSelector, 'job', allValue='.+'),
+
+  // The machines (exporters) of the selected jobs.
+  instanceVariable(c)::
+    g.queryVariable('instance', 'Instance', 'executor_scrape_collector_success{%s, %s}' % [$.job, $.cluster(c)], 'instance', allValue='.+'),
 
   clusterVariable(c)::
     // Without a cluster label the variable has no values, and its "All"

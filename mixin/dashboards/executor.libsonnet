@@ -5,7 +5,7 @@ local common = import 'common.libsonnet';
 
 {
   local c = $._config,
-  local s = '%s, %s, app_id=~"$app_id", executor_id=~"$executor"' % [common.job, common.cluster(c)],
+  local s = '%s, %s, instance=~"$instance", app_id=~"$app_id", executor_id=~"$executor"' % [common.job, common.cluster(c)],
   local who = '{{app_id}} {{role}} {{executor_id}} (pid {{pid}})',
 
   grafanaDashboards+:: {
@@ -19,13 +19,14 @@ local common = import 'common.libsonnet';
             g.datasourceVariable,
             common.jobVariable(c),
             common.clusterVariable(c),
+            common.instanceVariable(c),
             g.queryVariable('app_id',
                             'Application',
-                            'executor_jvm_info{%s, %s}' % [common.job, common.cluster(c)],
+                            'executor_jvm_info{%s, %s, instance=~"$instance"}' % [common.job, common.cluster(c)],
                             'app_id'),
             g.queryVariable('executor',
                             'Executor',
-                            'executor_jvm_info{%s, %s, app_id=~"$app_id"}' % [common.job, common.cluster(c)],
+                            'executor_jvm_info{%s, %s, instance=~"$instance", app_id=~"$app_id"}' % [common.job, common.cluster(c)],
                             'executor_id'),
           ],
         },

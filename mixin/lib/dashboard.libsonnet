@@ -166,9 +166,10 @@
   },
 
   // queryVariable lists the values of label in the series of selector.
-  // includeAll uses '.*' so an empty label (no cluster label, a non-Spark
-  // JVM's app_id) still matches.
-  queryVariable(name, label, selector, labelName, multi=true, includeAll=true):: {
+  // includeAll uses '.*' by default, so an empty label (no cluster label, a
+  // non-Spark JVM's app_id) still matches; labels always set (job,
+  // instance) use '.+'.
+  queryVariable(name, label, selector, labelName, multi=true, includeAll=true, allValue='.*'):: {
     local q = 'label_values(%s, %s)' % [selector, labelName],
     type: 'query',
     name: name,
@@ -182,7 +183,7 @@
     sort: 1,
     multi: multi,
     includeAll: includeAll,
-    [if includeAll then 'allValue']: '.*',
+    [if includeAll then 'allValue']: allValue,
     regex: '',
   },
 

@@ -95,7 +95,7 @@ func testAlertsEndToEnd(t *testing.T, prometheus, rules string) {
 	if n := len(st.query(t, `ALERTS{alertname="ExecutorInstanceInterruptionPending", event!="spot_interruption"}`)); n != 0 {
 		t.Errorf("interruption alert for an event that was not announced (%d series)", n)
 	}
-	for _, name := range []string{"ExecutorMemoryConfigurationDoomed", "ExecutorMemoryOverheadBudgetNearlyExhausted", "ExecutorOOMKilled"} {
+	for _, name := range []string{"ExecutorMemoryConfigurationDoomed", "ExecutorOverheadBudgetNearlyFull", "ExecutorOOMKilled"} {
 		if n := len(st.query(t, fmt.Sprintf(`ALERTS{alertname=%q, app_id="app-alert-test"}`, name))); n != 0 {
 			t.Errorf("%s is active for the test executor (%d series)", name, n)
 		}

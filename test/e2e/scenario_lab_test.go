@@ -53,6 +53,9 @@ type scenarioResult struct {
 	End    scenarioEnd
 	PIDs   []int
 	Alerts []*alertRecord
+	// The most the executors' non-heap memory used of their overhead
+	// budget, and of their container limit, over the scenario.
+	MaxBudgetUsed, MaxLimitUsed float64
 }
 
 func startScenarioLab(t *testing.T, run []scenario) *scenarioLab {
@@ -185,7 +188,25 @@ func (lab *scenarioLab) run(t *testing.T, sc scenario) *scenarioResult {
 		exporter = lab.NodeExporter.Addr
 	}
 	r.Alerts = lab.rec.of(exporter, r.PIDs, sc.Node > 0)
+	pids := make([]string, len(r.PIDs))
+	for i, p := range r.PIDs {
+		pids[i] = strconv.Itoa(p)
+	}
+	sel := fmt.Sprintf(`{instance=%q, pid=~%q}`, exporter, strings.Join(pids, "|"))
+	r.MaxBudgetUsed = lab.maxOver(t, "executor:memory_overhead_budget_used:ratio"+sel, time.Since(r.Start))
+	r.MaxLimitUsed = lab.maxOver(t, "executor:memory_demand:bytes"+sel+" / on(instance, pid) executor_container_memory_limit_bytes"+sel, time.Since(r.Start))
 	return r
+}
+
+// maxOver is the largest value expr took in the last d, 0 if none.
+func (lab *scenarioLab) maxOver(t *testing.T, expr string, d time.Duration) float64 {
+	t.Helper()
+	res := lab.Prom.query(t, fmt.Sprintf("max(max_over_time((%s)[%ds:%s]))", expr, int(d.Seconds())+1, scenarioInterval))
+	if len(res) == 0 || len(res[0].Value) < 2 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(fmt.Sprint(res[0].Value[1]), 64)
+	return v
 }
 
 func endKind(err error) string {

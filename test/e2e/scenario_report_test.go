@@ -28,9 +28,13 @@ started; "lead" is how long before the executor's end (the kernel's OOM
 kill, or OutOfMemoryError) the alert went pending.
 
 `)
-	b.WriteString("| scenario | what | end |\n|---|---|---|\n")
+	b.WriteString("| scenario | what | end | max non-heap / budget | max (heap max + non-heap) / limit |\n|---|---|---|---|---|\n")
 	for i, sc := range run {
-		fmt.Fprintf(&b, "| %s | %s | %s |\n", sc.Name, sc.What, endText(sc, results[i]))
+		var budget, limit string
+		if r := results[i]; r != nil {
+			budget, limit = fmt.Sprintf("%.0f %%", 100*r.MaxBudgetUsed), fmt.Sprintf("%.0f %%", 100*r.MaxLimitUsed)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", sc.Name, sc.What, endText(sc, results[i]), budget, limit)
 	}
 	b.WriteString("\n| scenario | alert | severity | pending | firing | notified | lead |\n|---|---|---|---|---|---|---|\n")
 	for i, sc := range run {
