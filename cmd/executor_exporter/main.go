@@ -103,6 +103,9 @@ func newHandler(ec *collector.ExecutorCollector, logger log.Logger, maxRequests 
 		ErrorHandling:       promhttp.ContinueOnError,
 		MaxRequestsInFlight: maxRequests,
 		Registry:            instrumented,
+		// Prometheus asks for OpenMetrics first; serving it lets a scraper
+		// that wants it have it (text stays the answer to everyone else).
+		EnableOpenMetrics: true,
 	})
 	if exporterMetrics {
 		handler = promhttp.InstrumentMetricHandler(instrumented, handler)
