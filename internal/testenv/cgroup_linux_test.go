@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestNewMemoryCgroup: the cgroup has the limit, a process put in it shows
@@ -43,9 +44,18 @@ func TestNewMemoryCgroup(t *testing.T) {
 	if cmd == nil {
 		return // skipped (no cgroups here) or failed
 	}
-	err := cmd.Wait()
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-		t.Errorf("the process in the cgroup ended with %v, want killed", err)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+			t.Errorf("the process in the cgroup ended with %v, want killed", err)
+		}
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Errorf("the process in the cgroup was not killed when the test ended")
+		_ = syscall.Rmdir(cg.Dir)
 	}
 	if _, err := os.Stat(cg.Dir); !os.IsNotExist(err) {
 		t.Errorf("cgroup %s left behind: %v", cg.Dir, err)
