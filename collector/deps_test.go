@@ -71,7 +71,7 @@ func TestExecutorCollectorWithoutProcfs(t *testing.T) {
 	if err := os.WriteFile(kmsg, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	parseFlags(t, "--no-collector.jvm", "--collector.oom", "--no-collector.cloud", "--no-collector.memory",
+	parseFlags(t, "--no-collector.jvm", "--no-collector.exits", "--collector.oom", "--no-collector.cloud", "--no-collector.memory",
 		"--oom.kmsg-path="+kmsg, "--path.procfs="+filepath.Join(t.TempDir(), "missing"))
 	t.Cleanup(func() { parseFlags(t) })
 
@@ -89,5 +89,11 @@ func TestExecutorCollectorWithoutProcfs(t *testing.T) {
 		"--path.procfs="+filepath.Join(t.TempDir(), "missing"))
 	if _, err := NewExecutorCollector(log.NewNopLogger(), NewDependencies(log.NewNopLogger(), JVMTrackerConfigFromFlags())); err == nil {
 		t.Error("jvm collector built without procfs")
+	}
+	// The exits collector counts the tracker's JVMs: nothing to count without it.
+	parseFlags(t, "--no-collector.jvm", "--collector.exits", "--no-collector.oom", "--no-collector.cloud", "--no-collector.memory",
+		"--path.procfs="+filepath.Join(t.TempDir(), "missing"))
+	if _, err := NewExecutorCollector(log.NewNopLogger(), NewDependencies(log.NewNopLogger(), JVMTrackerConfigFromFlags())); err == nil {
+		t.Error("exits collector built without procfs")
 	}
 }
