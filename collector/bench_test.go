@@ -19,7 +19,7 @@ import (
 )
 
 // BenchmarkHTTPScrape is what one Prometheus scrape costs the exporter with
-// 20 real JVMs on the machine: the jvm and memory collectors, the Go and
+// 20 real JVMs on the machine: the jvm, exits and memory collectors, the Go and
 // process collectors, text encoding and gzip, through promhttp as the
 // binary serves it. "served" answers from a sample younger than
 // --jvm.max-sample-age (the default flags); "fresh" reads every JVM;
@@ -42,8 +42,12 @@ func BenchmarkHTTPScrape(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			exitsC, err := newExitsCollector(ExitsConfig{Retention: time.Hour, MaxSeries: 500}, tracker, newExitWitness(), log.NewNopLogger())
+			if err != nil {
+				b.Fatal(err)
+			}
 			ec := NewExecutorCollectorFrom(log.NewNopLogger(), map[string]Collector{
-				"jvm": NewJVMCollector(tracker, log.NewNopLogger()), "memory": memory,
+				"jvm": NewJVMCollector(tracker, log.NewNopLogger()), "memory": memory, "exits": exitsC,
 			})
 			reg := prometheus.NewRegistry()
 			reg.MustRegister(ec, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
