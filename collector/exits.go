@@ -101,7 +101,9 @@ func (w *exitWitness) WatchNotices(f func() []string) {
 }
 
 // Gone takes the tracker's report of the JVMs found gone (the tracker's
-// OnExits hook: every scan) and decides what can be decided.
+// OnExits hook: every scan) and decides what can be decided. What must
+// wait for a late kill record or notice is decided when the judge's delay
+// is over, not at the next scan or scrape.
 func (w *exitWitness) Gone(now time.Time, gone []jvm.Exit) {
 	w.mu.Lock()
 	for _, e := range gone {
@@ -109,6 +111,9 @@ func (w *exitWitness) Gone(now time.Time, gone []jvm.Exit) {
 	}
 	w.mu.Unlock()
 	w.Decide(now)
+	if len(gone) > 0 {
+		time.AfterFunc(exits.DefaultConfig.Delay+10*time.Millisecond, func() { w.Decide(time.Now()) })
+	}
 }
 
 // Decide looks at the notices and hands over the deaths that can be

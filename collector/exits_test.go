@@ -10,6 +10,7 @@ import (
 	"github.com/executor-exporter/executor_exporter/internal/exits"
 	"github.com/executor-exporter/executor_exporter/internal/jvm"
 	"github.com/executor-exporter/executor_exporter/internal/statuspage"
+	"github.com/executor-exporter/executor_exporter/internal/testenv"
 )
 
 type exitsFixture struct {
@@ -153,4 +154,17 @@ func TestNewExitsCollectorRejectsBadConfig(t *testing.T) {
 			t.Errorf("%+v accepted", cfg)
 		}
 	}
+}
+
+// A death that waits for a late kill record is decided when the delay is
+// over, scrape or no scrape.
+func TestExitsDecidedWithoutScrape(t *testing.T) {
+	f := newExitsFixture(t, defaultExitsConfig)
+	f.now = time.Now()
+	f.gone(401, "1", exits.FileLeftBehind)
+	testenv.WaitFor(t, 30*time.Second, "the exit decided", func() bool {
+		var s statuspage.Snapshot
+		f.c.reportStatus(&s)
+		return len(s.Exits) == 1 && s.Exits[0].Reason == exits.ReasonKilled
+	})
 }
