@@ -28,7 +28,13 @@
   },
 
   // Text naming the JVM, for descriptions.
-  local jvm = '{{ with $labels.app_id }}application {{ . }} {{ end }}{{ $labels.role }}{{ with $labels.executor_id }} {{ . }}{{ end }} (pid {{ $labels.pid }}) on {{ $labels.instance }}{{ with $labels.instance_type }} ({{ . }}{{ with $labels.lifecycle }}, {{ . }}{{ end }}){{ end }}',
+  local jvm = '{{ with $labels.app_id }}application {{ . }} {{ end }}{{ $labels.role }}{{ with $labels.executor_id }} {{ . }}{{ end }} (pid {{ $labels.pid }})%s on {{ $labels.instance }}{{ with $labels.instance_type }} ({{ . }}{{ with $labels.lifecycle }}, {{ . }}{{ end }}){{ end }}' % pod,
+  // " in pod <namespace>/<pod>" when known: from the alert's own labels
+  // (OOM kills and exits carry them), else from the JVM's info series.
+  local pod =
+    ('{{ with $labels.pod }} in pod {{ with $labels.namespace }}{{ . }}/{{ end }}{{ . }}{{ else }}' +
+     '{{ with printf `executor_jvm_info{%s, instance="%%s", pid="%%s", pod!=""}` $labels.instance $labels.pid | query }}' +
+     '{{ with . | first }} in pod {{ with .Labels.namespace }}{{ . }}/{{ end }}{{ .Labels.pod }}{{ end }}{{ end }}{{ end }}') % sel,
   local node = '{{ $labels.instance }}{{ with $labels.instance_type }} ({{ . }}{{ with $labels.lifecycle }}, {{ . }}{{ end }}){{ end }}',
 
   // show(expr) prints, in a description, the value of expr for the alert's

@@ -14,6 +14,13 @@
     // absent, it is simply empty everywhere.
     clusterLabel: 'cluster',
 
+    // The label of executor_jvm_info that holds the Spark application's
+    // name: the pod label spark-app-name as the exporter exports it with
+    // --kubernetes.pod-labels=spark-app-name (docs/kubernetes.md). Without
+    // it the dashboards' application-name variable is empty and matches
+    // everything.
+    appNameLabel: 'label_spark_app_name',
+
     // Labels of executor_instance_info copied onto joined series, so
     // anything can be grouped by how the machine was bought.
     instanceLabels: ['provider', 'instance_type', 'lifecycle', 'zone', 'node_pool'],
@@ -33,7 +40,7 @@
     // non-heap memory may use (spark.executor.memoryOverhead plus
     // spark.executor.pyspark.memory). Warn when the non-heap memory uses
     // more than this fraction of it.
-    budgetThreshold: 0.9,
+    budgetThreshold: 0.85,
     budgetFor: '30s',
     // ... or when its trend over budgetPredictWindow reaches the budget
     // within budgetPredictMinutes. Only for JVMs older than
