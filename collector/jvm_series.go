@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 
 	"github.com/executor-exporter/executor_exporter/internal/jvm"
 )
@@ -108,6 +109,9 @@ type seriesSet struct {
 	// The same series with their Descs, for a registry.
 	metrics []*dto.Metric
 	descs   []*prometheus.Desc
+	// The same in the text formats, made by the first scrape of each.
+	encMu sync.Mutex
+	encs  map[expfmt.Format]*encodedSet
 }
 
 // send sends the series to a registry.

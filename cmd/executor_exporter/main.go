@@ -96,9 +96,11 @@ func newHandler(ec *collector.ExecutorCollector, logger log.Logger, maxRequests 
 		instrumented = self
 	}
 
-	// The per-JVM series go from the jvm collector's last build straight to
-	// the encoder (ExecutorCollector.Gatherer), not through the registry.
-	handler := promhttp.HandlerForTransactional(ec.Gatherer(gatherers), promhttp.HandlerOpts{
+	// The per-JVM series are not gathered per scrape: the text formats get
+	// them as encoded and compressed once per view (ExecutorCollector's
+	// TextHandler), protobuf from the jvm collector's last build
+	// (ExecutorCollector.Gatherer).
+	opts := promhttp.HandlerOpts{
 		ErrorLog:            stdLogger{logger},
 		ErrorHandling:       promhttp.ContinueOnError,
 		MaxRequestsInFlight: maxRequests,
@@ -106,7 +108,8 @@ func newHandler(ec *collector.ExecutorCollector, logger log.Logger, maxRequests 
 		// Prometheus asks for OpenMetrics first; serving it lets a scraper
 		// that wants it have it (text stays the answer to everyone else).
 		EnableOpenMetrics: true,
-	})
+	}
+	handler := ec.TextHandler(gatherers, promhttp.HandlerForTransactional(ec.Gatherer(gatherers), opts), opts)
 	if exporterMetrics {
 		handler = promhttp.InstrumentMetricHandler(instrumented, handler)
 	}

@@ -1,0 +1,194 @@
+package collector
+
+import (
+	"bufio"
+	"bytes"
+	"compress/flate"
+	"encoding/binary"
+	"hash/crc32"
+	"net/http"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+)
+
+// encodedSet is a seriesSet in the text format, and the same text
+// compressed: a raw DEFLATE stream of non-final blocks ending on a byte
+// boundary (a sync flush), which can follow any other such stream inside
+// one gzip member. Made once per set, by the first text scrape of it.
+type encodedSet struct {
+	text     []byte
+	deflated []byte
+	names    map[string]bool // its families
+}
+
+// encoded returns the set in format (text or OpenMetrics, exactly as
+// negotiated), or nil when a family does not encode.
+func (s *seriesSet) encoded(format expfmt.Format) *encodedSet {
+	s.encMu.Lock()
+	defer s.encMu.Unlock()
+	if e, ok := s.encs[format]; ok {
+		return e
+	}
+	e := &encodedSet{names: make(map[string]bool, len(s.families))}
+	var text bytes.Buffer
+	enc := expfmt.NewEncoder(&text, format)
+	for _, f := range s.families {
+		if err := enc.Encode(f); err != nil {
+			e = nil // the scrape takes the families
+			break
+		}
+		e.names[f.GetName()] = true
+	}
+	if e != nil {
+		e.text = text.Bytes()
+		var z bytes.Buffer
+		w, _ := flate.NewWriter(&z, flate.DefaultCompression)
+		_, _ = w.Write(e.text)
+		_ = w.Flush() // no Close: a final block would end the stream
+		e.deflated = z.Bytes()
+	}
+	if s.encs == nil {
+		s.encs = map[expfmt.Format]*encodedSet{}
+	}
+	s.encs[format] = e
+	return e
+}
+
+// TextHandler serves the text format the way promhttp does (gzip when
+// asked for; a gather that fails is served by fallback), with the
+// jvm collector's per-JVM series written as they were encoded and
+// compressed when the view was first served: a scrape costs, per JVM, a
+// copy of its bytes and their checksum. g gathers everything else (a
+// registry with ec registered); requests for another format (protobuf)
+// go to fallback, which must serve ec.Gatherer(g).
+func (ec *ExecutorCollector) TextHandler(g prometheus.Gatherer, fallback http.Handler, opts promhttp.HandlerOpts) http.Handler {
+	jc, _ := ec.Collectors["jvm"].(*jvmCollector)
+	if jc == nil {
+		return fallback
+	}
+	jc.direct.Store(true)
+	var inFlight chan struct{}
+	if opts.MaxRequestsInFlight > 0 {
+		inFlight = make(chan struct{}, opts.MaxRequestsInFlight)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		accepted := expfmt.DefaultAcceptedFormats()
+		if opts.EnableOpenMetrics {
+			accepted = expfmt.DefaultOpenMetricsAcceptedFormats()
+		}
+		format := expfmt.NegotiateAccept(req.Header, accepted...)
+		if t := format.FormatType(); (t != expfmt.TypeTextPlain && t != expfmt.TypeOpenMetrics) || opts.EnableOpenMetricsTextCreatedSamples {
+			fallback.ServeHTTP(w, req)
+			return
+		}
+		if inFlight != nil {
+			select {
+			case inFlight <- struct{}{}:
+				defer func() { <-inFlight }()
+			default:
+				http.Error(w, "Limit of concurrent requests reached, try again later.", http.StatusServiceUnavailable)
+				return
+			}
+		}
+		mfs, err := g.Gather()
+		if err != nil {
+			// promhttp logs, counts (promhttp_metric_handler_errors_total)
+			// and answers as opts say; errors are rare, a second gather
+			// is no cost.
+			fallback.ServeHTTP(w, req)
+			return
+		}
+		var enc *encodedSet
+		if set := jc.served.Load(); set != nil && len(set.families) > 0 {
+			if enc = set.encoded(format); enc == nil || overlaps(mfs, enc.names) {
+				mfs, enc = mergeFamilies(mfs, set.families), nil // the families, through the encoder
+			}
+		}
+		writeText(w, req, format, mfs, enc, opts.ErrorLog)
+	})
+}
+
+func overlaps(mfs []*dto.MetricFamily, names map[string]bool) bool {
+	for _, f := range mfs {
+		if names[f.GetName()] {
+			return true
+		}
+	}
+	return false
+}
+
+var deflaters = sync.Pool{New: func() any { w, _ := flate.NewWriter(nil, flate.DefaultCompression); return w }}
+
+// writeText writes mfs in format, then enc's series when not nil, then
+// the format's end (OpenMetrics' "# EOF"), as one gzip member when the
+// client accepts gzip: the gathered series compressed now, enc's
+// compressed bytes after them, the end in a final block, and the checksum
+// and length of all.
+func writeText(w http.ResponseWriter, req *http.Request, format expfmt.Format, mfs []*dto.MetricFamily, enc *encodedSet, errorLog promhttp.Logger) {
+	h := w.Header()
+	h.Add("Vary", "Accept")
+	h.Add("Vary", "Accept-Encoding")
+	h.Set("Content-Type", string(format))
+	gz := acceptsGzip(req)
+	if gz {
+		h.Set("Content-Encoding", "gzip")
+	}
+	var live, tail bytes.Buffer
+	e := expfmt.NewEncoder(&live, format)
+	for _, f := range mfs {
+		if err := e.Encode(f); err != nil && errorLog != nil {
+			errorLog.Println("error encoding metric family:", err)
+		}
+	}
+	if c, ok := expfmt.NewEncoder(&tail, format).(expfmt.Closer); ok {
+		_ = c.Close()
+	}
+	if !gz {
+		_, _ = w.Write(live.Bytes())
+		if enc != nil {
+			_, _ = w.Write(enc.text)
+		}
+		_, _ = w.Write(tail.Bytes())
+		return
+	}
+	bw := bufio.NewWriterSize(w, 32<<10)
+	// RFC 1952 header: deflate, no flags, no time, unknown OS.
+	_, _ = bw.Write([]byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255})
+	z := deflaters.Get().(*flate.Writer)
+	z.Reset(bw)
+	_, _ = z.Write(live.Bytes())
+	_ = z.Flush()
+	deflaters.Put(z)
+	sum := crc32.ChecksumIEEE(live.Bytes())
+	size := uint32(live.Len())
+	if enc != nil {
+		_, _ = bw.Write(enc.deflated)
+		sum = crc32.Update(sum, crc32.IEEETable, enc.text)
+		size += uint32(len(enc.text))
+	}
+	// The end, stored (it is a few bytes at most) in the final block: on
+	// a byte boundary after a flush, BFINAL=1 BTYPE=00, then LEN and NLEN.
+	n := uint16(tail.Len())
+	_, _ = bw.Write([]byte{0x01, byte(n), byte(n >> 8), ^byte(n), ^byte(n >> 8)})
+	_, _ = bw.Write(tail.Bytes())
+	sum = crc32.Update(sum, crc32.IEEETable, tail.Bytes())
+	size += uint32(tail.Len())
+	_ = binary.Write(bw, binary.LittleEndian, [2]uint32{sum, size})
+	_ = bw.Flush()
+}
+
+func acceptsGzip(req *http.Request) bool {
+	for _, v := range req.Header.Values("Accept-Encoding") {
+		for _, part := range bytes.Split([]byte(v), []byte(",")) {
+			name, params, _ := bytes.Cut(bytes.TrimSpace(part), []byte(";"))
+			if string(bytes.TrimSpace(name)) == "gzip" && !bytes.Equal(bytes.ReplaceAll(params, []byte(" "), nil), []byte("q=0")) {
+				return true
+			}
+		}
+	}
+	return false
+}
