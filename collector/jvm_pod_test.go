@@ -63,12 +63,21 @@ func podLayouts() []podLayout {
 }
 
 // makeLayout creates dir's cgroups below base and removes them (deepest
-// first) when the test ends, before base itself goes.
+// first) when the test ends, before base itself goes. On cgroup v2 the
+// memory controller is enabled down to the leaf, as the kubelet does, so
+// the leaf has memory files of its own; processes then live in leaves only.
 func makeLayout(t *testing.T, base testenv.MemoryCgroup, dir string) string {
 	t.Helper()
 	leaf := filepath.Join(base.Dir, dir)
 	if err := os.MkdirAll(leaf, 0o755); err != nil {
 		t.Fatal(err)
+	}
+	if base.Version == 2 {
+		for d := base.Dir; d != leaf; d = filepath.Join(d, strings.SplitN(strings.TrimPrefix(leaf, d+"/"), "/", 2)[0]) {
+			if err := os.WriteFile(filepath.Join(d, "cgroup.subtree_control"), []byte("+memory"), 0o644); err != nil {
+				t.Fatalf("enabling memory below %s: %v", d, err)
+			}
+		}
 	}
 	t.Cleanup(func() {
 		for d := leaf; d != base.Dir; d = filepath.Dir(d) {
@@ -172,7 +181,10 @@ func matches(got, want map[string]string) bool {
 func TestJVMPodFromCgroupLayouts(t *testing.T) {
 	testjvm.RequireJava(t)
 	base := testenv.NewMemoryCgroup(t, 512<<20)
-	j := testjvm.Start(t, testjvm.Options{JVMArgs: []string{"-Xmx32m"}, Cgroup: base.Procs(),
+	// Between layouts the JVM waits in a leaf of its own (v2 keeps
+	// processes out of cgroups with children that have controllers).
+	park := filepath.Join(makeLayout(t, base, "park"), "cgroup.procs")
+	j := testjvm.Start(t, testjvm.Options{JVMArgs: []string{"-Xmx32m"}, Cgroup: park,
 		Args: []string{"--executor-id", "7", "--app-id", "spark-5f0e8a2b", "--exit-after-s", "600"}})
 	pidLabel := strconv.Itoa(j.PID)
 
@@ -182,7 +194,7 @@ func TestJVMPodFromCgroupLayouts(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(leaf, "cgroup.procs"), []byte(pidLabel), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { _ = os.WriteFile(base.Procs(), []byte(pidLabel), 0o644) })
+			t.Cleanup(func() { _ = os.WriteFile(park, []byte(pidLabel), 0o644) })
 
 			runtime, _, _ := strings.Cut(l.want["container_id"], "://")
 			server, _ := kubeStub(t, runtime)
