@@ -385,7 +385,9 @@ type recordingPods struct {
 	wanted []string
 }
 
-func (r *recordingPods) WantPod(uid, containerID string) { r.wanted = append(r.wanted, uid+"/"+containerID) }
+func (r *recordingPods) WantPod(uid, containerID string) {
+	r.wanted = append(r.wanted, uid+"/"+containerID)
+}
 
 // A JVM in a pod or container the list lacks asks for a list; one the list
 // has does not; the environment's pod name stands until the list has it.
