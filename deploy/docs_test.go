@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -92,19 +93,13 @@ func TestMetricsDocMatchesScrape(t *testing.T) {
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 
 	var families map[string]*dto.MetricFamily
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	testenv.WaitFor(t, 60*time.Second, fmt.Sprintf("the exporter to report JVM %d", jvm.PID), func() bool {
 		families = scrapeFamilies(addr)
-		if f := families["executor_jvm_info"]; f != nil && slices.ContainsFunc(f.Metric, func(m *dto.Metric) bool {
+		f := families["executor_jvm_info"]
+		return f != nil && slices.ContainsFunc(f.Metric, func(m *dto.Metric) bool {
 			return labelValue(m, "pid") == strconv.Itoa(jvm.PID)
-		}) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the exporter did not report JVM %d in 60s; its log:\n%s", jvm.PID, logs)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		})
+	})
 
 	checked := 0
 	for name, f := range families {

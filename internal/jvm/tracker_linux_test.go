@@ -13,6 +13,7 @@ import (
 	"github.com/go-kit/log"
 
 	"github.com/executor-exporter/executor_exporter/internal/hsperf"
+	"github.com/executor-exporter/executor_exporter/internal/testenv"
 	"github.com/executor-exporter/executor_exporter/internal/testjvm"
 )
 
@@ -172,21 +173,14 @@ func TestTrackerBackground(t *testing.T) {
 	}
 	tr.Start()
 	tr.Start() // idempotent
-	deadline := time.Now().Add(20 * time.Second)
 	var first Sample
-	for {
-		if s, ok := tr.LastSample(j.PID); ok {
-			if first.Time.IsZero() {
-				first = s
-			} else if s.Time.After(first.Time) {
-				break // sampled at least twice without a Refresh call
-			}
+	testenv.WaitFor(t, 30*time.Second, fmt.Sprintf("two background samples of JVM %d (no Refresh call)", j.PID), func() bool {
+		s, ok := tr.LastSample(j.PID)
+		if ok && first.Time.IsZero() {
+			first = s
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no background samples of JVM %d (first: %+v)", j.PID, first)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return ok && s.Time.After(first.Time)
+	})
 	if first.Role != RoleExecutor || first.ExecutorID != "4" || first.NSPID != j.NSPID || first.HeapCommitted == 0 {
 		t.Errorf("sample = %+v", first)
 	}

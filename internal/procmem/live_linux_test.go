@@ -150,19 +150,15 @@ func TestLiveTreeRSSJVMWithPythonChild(t *testing.T) {
 	// poll until it has (the deadline only bounds a hang).
 	var got TreeRSS
 	var java Process
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	testenv.WaitFor(t, 60*time.Second, "the python child's 50 MiB", func() bool {
 		table := liveTable(t)
 		var ok bool
 		if java, ok = table.Process(jvm.PID); !ok {
 			t.Fatalf("java %d not in the table", jvm.PID)
 		}
 		got = table.TreeRSS(jvm.PID)
-		if got.Python >= 50<<20 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return got.Python >= 50<<20
+	})
 	t.Logf("java %+v: %+v", java, got)
 	if java.Comm != "java" {
 		t.Errorf("comm = %q, want java", java.Comm)

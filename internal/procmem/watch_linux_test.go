@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/executor-exporter/executor_exporter/internal/testenv"
 )
 
 // A fake /proc whose processes all started at boot (btime 1700000000),
@@ -177,17 +179,7 @@ func TestWatchTreeFollowsChildrenLive(t *testing.T) {
 		t.Errorf("with the child: %+v, want >= 20 MiB of python", got)
 	}
 	_ = child.Process.Kill()
-	deadline := time.Now().Add(30 * time.Second) // bounds a hang only
-	for {
-		got := scan()
-		if got.Python == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("child killed: still in the tree: %+v", got)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.WaitFor(t, 30*time.Second, "the killed child to leave the tree", func() bool { return scan().Python == 0 })
 }
 
 func TestForEachDirent(t *testing.T) {
