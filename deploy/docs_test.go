@@ -90,7 +90,13 @@ func TestMetricsDocMatchesScrape(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("the exporter's log:\n%s", logs)
+		}
+	})
 
 	var families map[string]*dto.MetricFamily
 	testenv.WaitFor(t, 60*time.Second, fmt.Sprintf("the exporter to report JVM %d", jvm.PID), func() bool {
