@@ -61,15 +61,34 @@ func NewMemoryCgroup(t testing.TB, limit uint64) MemoryCgroup {
 	t.Helper()
 	RequireRoot(t)
 	name := cgroupName(t)
-	var cg MemoryCgroup
 	switch {
 	case exists("/sys/fs/cgroup/memory/memory.limit_in_bytes"):
-		cg = MemoryCgroup{Dir: "/sys/fs/cgroup/memory/" + name, Path: "/" + name, Version: 1}
+		return makeCgroup(t, MemoryCgroup{Dir: "/sys/fs/cgroup/memory/" + name, Path: "/" + name, Version: 1}, limit)
 	case hasWord("/sys/fs/cgroup/cgroup.subtree_control", "memory"):
-		cg = MemoryCgroup{Dir: "/sys/fs/cgroup/" + name, Path: "/" + name, Version: 2}
-	default:
-		Unavailable(t, "no memory cgroup controller (v1 at /sys/fs/cgroup/memory, or v2 enabled in /sys/fs/cgroup/cgroup.subtree_control)")
+		return makeCgroup(t, MemoryCgroup{Dir: "/sys/fs/cgroup/" + name, Path: "/" + name, Version: 2}, limit)
 	}
+	Unavailable(t, "no memory cgroup controller (v1 at /sys/fs/cgroup/memory, or v2 enabled in /sys/fs/cgroup/cgroup.subtree_control)")
+	return MemoryCgroup{}
+}
+
+// Child creates a memory cgroup called name inside c, limited to limit
+// bytes, as a container's cgroup sits inside its pod's and the node's. It
+// is emptied and removed when the test ends, before c.
+func (c MemoryCgroup) Child(t testing.TB, name string, limit uint64) MemoryCgroup {
+	t.Helper()
+	if c.Version == 2 {
+		// v2 gives children a controller only when the parent hands it down.
+		if err := os.WriteFile(filepath.Join(c.Dir, "cgroup.subtree_control"), []byte("+memory"), 0o644); err != nil {
+			t.Fatalf("enabling the memory controller below %s: %v", c.Dir, err)
+		}
+	}
+	return makeCgroup(t, MemoryCgroup{Dir: filepath.Join(c.Dir, name), Path: c.Path + "/" + name, Version: c.Version}, limit)
+}
+
+// makeCgroup creates cg's directory, removes it at the end of the test and
+// sets the limit with swap off.
+func makeCgroup(t testing.TB, cg MemoryCgroup, limit uint64) MemoryCgroup {
+	t.Helper()
 	if err := os.Mkdir(cg.Dir, 0o755); err != nil {
 		if errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EROFS) {
 			Unavailable(t, "cannot create a memory cgroup here: %v", err)

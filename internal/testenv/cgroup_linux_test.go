@@ -61,3 +61,29 @@ func TestNewMemoryCgroup(t *testing.T) {
 		t.Errorf("cgroup %s left behind: %v", cg.Dir, err)
 	}
 }
+
+// TestMemoryCgroupChild: a child cgroup sits below its parent in
+// /proc/<pid>/cgroup's terms, has its own limit, and is gone with it.
+func TestMemoryCgroupChild(t *testing.T) {
+	var child MemoryCgroup
+	t.Run("inner", func(t *testing.T) {
+		parent := NewMemoryCgroup(t, 128<<20)
+		child = parent.Child(t, "container", 32<<20)
+		if child.Path != parent.Path+"/container" || filepath.Dir(child.Dir) != parent.Dir {
+			t.Errorf("child %+v of %+v", child, parent)
+		}
+		limitFile := "memory.limit_in_bytes"
+		if child.Version == 2 {
+			limitFile = "memory.max"
+		}
+		if b, err := os.ReadFile(filepath.Join(child.Dir, limitFile)); err != nil || strings.TrimSpace(string(b)) != strconv.Itoa(32<<20) {
+			t.Errorf("%s = %q, %v; want %d", limitFile, b, err, 32<<20)
+		}
+	})
+	if child.Dir == "" {
+		return // skipped (no cgroups here) or failed
+	}
+	if _, err := os.Stat(filepath.Dir(child.Dir)); !os.IsNotExist(err) {
+		t.Errorf("cgroup %s left behind: %v", filepath.Dir(child.Dir), err)
+	}
+}
