@@ -77,16 +77,29 @@ func startScenarioLab(t *testing.T, run []scenario) *scenarioLab {
 	if p := os.Getenv("PROMETHEUS3"); p != "" {
 		bin, version = p, "3"
 	}
-	out, _ := exec.Command(bin, "--version").CombinedOutput()
-	if f := strings.Fields(string(out)); len(f) > 2 {
-		version = f[2]
-	}
-	lab.PromVersion = version
+	lab.PromVersion = prometheusVersion(bin, version)
 	am := startAlertmanager(t, lab.hook.URL)
 	rules := filepath.Join(testenv.RepoRoot(), "mixin", "generated")
 	lab.Prom = startPrometheus(t, promConfig{Binary: bin, RulesDir: rules, Alertmanager: am, Targets: targets, Interval: scenarioInterval})
 	lab.rec = recordAlerts(t, lab.Prom)
 	return lab
+}
+
+// prometheusVersion reads a Prometheus binary's version: from --version
+// for a release build (Debian's), from its Go module for one built with go
+// install (which --version leaves empty).
+func prometheusVersion(bin, fallback string) string {
+	out, _ := exec.Command(bin, "--version").CombinedOutput()
+	if f := strings.Fields(string(out)); len(f) > 2 && f[2] != "(branch:" {
+		return f[2]
+	}
+	out, _ = exec.Command("go", "version", "-m", bin).Output()
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) >= 3 && f[0] == "mod" && f[1] == "github.com/prometheus/prometheus" {
+			return fallback + " (module " + f[2] + ")"
+		}
+	}
+	return fallback
 }
 
 // startNodeExporter runs a second exporter inside the node cgroup, in a
@@ -151,7 +164,7 @@ func (lab *scenarioLab) run(t *testing.T, sc scenario) *scenarioResult {
 	for i, x := range sc.Executors {
 		var cg testenv.MemoryCgroup
 		if sc.Node > 0 {
-			cg = childCgroup(t, lab.node, fmt.Sprintf("executor-%d", i+1), x.Limit<<20)
+			cg = lab.node.Child(t, fmt.Sprintf("executor-%d", i+1), x.Limit<<20)
 		} else {
 			cg = testenv.NewMemoryCgroup(t, x.Limit<<20)
 		}
@@ -198,12 +211,12 @@ func (lab *scenarioLab) run(t *testing.T, sc scenario) *scenarioResult {
 	return r
 }
 
-// maxOver is the largest value expr took in the last d, 0 if none.
+// maxOver is the largest value expr took in the last d, -1 if none.
 func (lab *scenarioLab) maxOver(t *testing.T, expr string, d time.Duration) float64 {
 	t.Helper()
 	res := lab.Prom.query(t, fmt.Sprintf("max(max_over_time((%s)[%ds:%s]))", expr, int(d.Seconds())+1, scenarioInterval))
 	if len(res) == 0 || len(res[0].Value) < 2 {
-		return 0
+		return -1
 	}
 	v, _ := strconv.ParseFloat(fmt.Sprint(res[0].Value[1]), 64)
 	return v
@@ -221,35 +234,6 @@ func endKind(err error) string {
 		}
 	}
 	return fmt.Sprintf("exit (%v)", err)
-}
-
-// childCgroup makes a memory cgroup inside parent, as a pod's container
-// cgroup is inside the node's.
-func childCgroup(t *testing.T, parent testenv.MemoryCgroup, name string, limit uint64) testenv.MemoryCgroup {
-	t.Helper()
-	cg := testenv.MemoryCgroup{Dir: filepath.Join(parent.Dir, name), Path: parent.Path + "/" + name, Version: parent.Version}
-	if err := os.Mkdir(cg.Dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		testenv.WaitFor(t, 10*time.Second, "cgroup "+cg.Dir+" to empty", func() bool {
-			for _, f := range strings.Fields(readString(cg.Procs())) {
-				if pid, err := strconv.Atoi(f); err == nil {
-					_ = syscall.Kill(pid, syscall.SIGKILL)
-				}
-			}
-			err := syscall.Rmdir(cg.Dir)
-			return err == nil || errors.Is(err, os.ErrNotExist)
-		})
-	})
-	file := "memory.limit_in_bytes"
-	if cg.Version == 2 {
-		file = "memory.max"
-	}
-	if err := os.WriteFile(filepath.Join(cg.Dir, file), []byte(strconv.FormatUint(limit, 10)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return cg
 }
 
 // alertRecord is what was seen of one alert (name and labels).

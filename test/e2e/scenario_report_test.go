@@ -32,7 +32,7 @@ kill, or OutOfMemoryError) the alert went pending.
 	for i, sc := range run {
 		var budget, limit string
 		if r := results[i]; r != nil {
-			budget, limit = fmt.Sprintf("%.0f %%", 100*r.MaxBudgetUsed), fmt.Sprintf("%.0f %%", 100*r.MaxLimitUsed)
+			budget, limit = percent(r.MaxBudgetUsed), percent(r.MaxLimitUsed)
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", sc.Name, sc.What, endText(sc, results[i]), budget, limit)
 	}
@@ -64,6 +64,15 @@ kill, or OutOfMemoryError) the alert went pending.
 		t.Fatal(err)
 	}
 	t.Logf("wrote %s", path)
+}
+
+// percent prints a share; a negative one is a series that was not there
+// (no budget: heap max at or above the limit).
+func percent(v float64) string {
+	if v < 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f %%", 100*v)
 }
 
 func endText(sc scenario, r *scenarioResult) string {
