@@ -24,7 +24,8 @@ import (
 // binary serves it. "served" answers from a sample younger than
 // --jvm.max-sample-age (the default flags); "fresh" reads every JVM;
 // "served-registry" is "served" with the per-JVM series gathered through
-// the registry, as before ExecutorCollector.Gatherer.
+// the registry and encoded per scrape, as before ExecutorCollector's
+// TextHandler.
 func BenchmarkHTTPScrape(b *testing.B) {
 	startBenchJVMs(b, 20)
 	for _, bc := range []struct {
@@ -51,13 +52,16 @@ func BenchmarkHTTPScrape(b *testing.B) {
 			})
 			reg := prometheus.NewRegistry()
 			reg.MustRegister(ec, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
-			opts := promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}
-			handler := promhttp.HandlerForTransactional(ec.Gatherer(reg), opts)
+			opts := promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, EnableOpenMetrics: true}
+			var handler http.Handler
 			if bc.registry {
 				handler = promhttp.HandlerFor(reg, opts)
+			} else {
+				handler = ec.TextHandler(reg, promhttp.HandlerForTransactional(ec.Gatherer(reg), opts), opts)
 			}
 			req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
 			req.Header.Set("Accept-Encoding", "gzip")
+			req.Header.Set("Accept", "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1")
 			scrape := func() int {
 				rec := httptest.NewRecorder()
 				handler.ServeHTTP(rec, req)

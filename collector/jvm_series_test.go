@@ -2,6 +2,7 @@ package collector
 
 import (
 	"bytes"
+	"compress/flate"
 	"os"
 	"slices"
 	"strconv"
@@ -216,6 +217,29 @@ func BenchmarkSeries(b *testing.B) {
 		}
 		reportCPU()
 	})
+}
+
+// BenchmarkDeflateView compresses 100 JVMs' series in OpenMetrics, at the
+// level the exporter uses and at the default one.
+func BenchmarkDeflateView(b *testing.B) {
+	c := NewJVMCollector(nil, log.NewNopLogger()).(*jvmCollector)
+	text := c.series(syntheticView(b, 100, time.Now())).encoded(expfmt.NewFormat(expfmt.TypeOpenMetrics)).text
+	for _, level := range []int{flate.BestSpeed, flate.DefaultCompression} {
+		b.Run(strconv.Itoa(level), func(b *testing.B) {
+			w, _ := flate.NewWriter(nil, level)
+			var z bytes.Buffer
+			reportCPU := testenv.CPUPerOp(b, syscall.RUSAGE_SELF)
+			for b.Loop() {
+				z.Reset()
+				w.Reset(&z)
+				_, _ = w.Write(text)
+				_ = w.Flush()
+			}
+			reportCPU()
+			b.ReportMetric(float64(len(text)), "bytes")
+			b.ReportMetric(float64(z.Len()), "deflated-bytes")
+		})
+	}
 }
 
 type prebuiltCollector struct{ set *seriesSet }

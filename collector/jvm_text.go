@@ -46,9 +46,11 @@ func (s *seriesSet) encoded(format expfmt.Format) *encodedSet {
 	if e != nil {
 		e.text = text.Bytes()
 		var z bytes.Buffer
-		w, _ := flate.NewWriter(&z, flate.DefaultCompression)
+		w := deflaters.Get().(*flate.Writer)
+		w.Reset(&z)
 		_, _ = w.Write(e.text)
 		_ = w.Flush() // no Close: a final block would end the stream
+		deflaters.Put(w)
 		e.deflated = z.Bytes()
 	}
 	if s.encs == nil {
@@ -121,7 +123,11 @@ func overlaps(mfs []*dto.MetricFamily, names map[string]bool) bool {
 	return false
 }
 
-var deflaters = sync.Pool{New: func() any { w, _ := flate.NewWriter(nil, flate.DefaultCompression); return w }}
+// deflaters compress at BestSpeed: a view is compressed once, but with a
+// scrape interval longer than the sampling interval every scrape meets a
+// new view. Against the default level it costs a quarter of the CPU for
+// a body 6 % larger (BenchmarkDeflateView).
+var deflaters = sync.Pool{New: func() any { w, _ := flate.NewWriter(nil, flate.BestSpeed); return w }}
 
 // writeText writes mfs in format, then enc's series when not nil, then
 // the format's end (OpenMetrics' "# EOF"), as one gzip member when the
