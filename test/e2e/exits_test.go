@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/executor-exporter/executor_exporter/internal/cloud/cloudtest"
+	"github.com/executor-exporter/executor_exporter/internal/testenv"
 	"github.com/executor-exporter/executor_exporter/internal/testjvm"
 )
 
@@ -36,7 +37,7 @@ func TestExitsEndToEnd(t *testing.T) {
 	imds.Set(cloudtest.AWSInstanceActionPath, `{"action": "terminate", "time": "2030-01-01T00:00:00Z"}`)
 	spot := startExporter(t, "--jvm.sample-interval=500ms", "--cloud.provider=aws", "--cloud.aws.metadata-url="+imds.URL,
 		"--cloud.interruption-poll-interval=1s")
-	waitFor(t, time.Minute, "the spot exporter to see the notice", func() bool {
+	testenv.WaitFor(t, time.Minute, "the spot exporter to see the notice", func() bool {
 		v, ok := findSample(spot.scrape(t), "executor_instance_interruption_pending", map[string]string{"event": "spot_interruption"})
 		return ok && v == 1
 	})
@@ -56,7 +57,7 @@ func TestExitsEndToEnd(t *testing.T) {
 	// alert's description shows it.
 	heap := start("3", "--spark-exit", "--heap-mb", "1000", "--step-mb", "1", "--step-ms", "150", "--churn")
 	for _, j := range []*testjvm.JVM{killed, stopped} {
-		waitFor(t, time.Minute, "both exporters to sample the executors", func() bool {
+		testenv.WaitFor(t, time.Minute, "both exporters to sample the executors", func() bool {
 			_, a := findSample(plain.scrape(t), "executor_jvm_info", map[string]string{"pid": strconv.Itoa(j.PID)})
 			_, b := findSample(spot.scrape(t), "executor_jvm_info", map[string]string{"pid": strconv.Itoa(j.PID)})
 			return a && b
@@ -84,7 +85,7 @@ func TestExitsEndToEnd(t *testing.T) {
 		{spot, heap, "3", "heap_exhausted"}, // its own heap, notice or not
 	} {
 		labels := map[string]string{"pid": strconv.Itoa(tc.j.PID), "app_id": "app-exits-e2e", "executor_id": tc.id, "role": "executor", "reason": tc.want}
-		waitFor(t, time.Minute, "executor "+tc.id+" counted as "+tc.want, func() bool {
+		testenv.WaitFor(t, time.Minute, "executor "+tc.id+" counted as "+tc.want, func() bool {
 			v, ok := findSample(tc.e.scrape(t), "executor_jvm_exits_total", labels)
 			return ok && v == 1
 		})
@@ -101,7 +102,7 @@ func TestExitsEndToEnd(t *testing.T) {
 
 	for name, p := range proms {
 		var got promAlert
-		waitFor(t, 2*time.Minute, name+": ExecutorHeapExhausted to fire", func() bool {
+		testenv.WaitFor(t, 2*time.Minute, name+": ExecutorHeapExhausted to fire", func() bool {
 			alerts, err := p.alerts()
 			if err != nil {
 				return false
@@ -130,7 +131,7 @@ func TestExitsEndToEnd(t *testing.T) {
 			{`app:executor_jvm_exits:increase1h{app_id="app-exits-e2e", reason="killed"} > 0`, "the application's exits"},
 			{`max by(app_id, executor_id, pid, reason) (max_over_time(executor_jvm_exits_total{app_id="app-exits-e2e"}[5m])) > 0`, "the executor dashboard's How it ended"},
 		} {
-			waitFor(t, time.Minute, name+": "+q.what, func() bool {
+			testenv.WaitFor(t, time.Minute, name+": "+q.what, func() bool {
 				res, err := p.tryQuery(q.expr)
 				return err == nil && len(res) > 0
 			})

@@ -5,7 +5,6 @@ package e2e
 import (
 	"bytes"
 	"io"
-	"net"
 	"net/http"
 	"os/exec"
 	"strings"
@@ -20,17 +19,6 @@ import (
 
 	"github.com/executor-exporter/executor_exporter/internal/testenv"
 )
-
-// freeAddr returns a loopback address with a port nobody listens on.
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
 
 // exporter is a running executor_exporter process.
 type exporter struct {
@@ -56,8 +44,8 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 // log is printed if the test failed.
 func startExporter(t testing.TB, args ...string) *exporter {
 	t.Helper()
-	e := startExporterNoWait(t, freeAddr(t), args...)
-	waitFor(t, 20*time.Second, "exporter to listen on "+e.Addr, func() bool {
+	e := startExporterNoWait(t, testenv.FreeAddr(t), args...)
+	testenv.WaitFor(t, 20*time.Second, "exporter to listen on "+e.Addr, func() bool {
 		resp, err := http.Get("http://" + e.Addr + "/")
 		if err != nil {
 			return false
@@ -183,19 +171,6 @@ func metricValue(m *dto.Metric) float64 {
 		return m.GetUntyped().GetValue()
 	}
 	return 0
-}
-
-// waitFor polls cond until it holds or timeout passes. Timeouts here bound
-// how long a broken test hangs; they assert nothing about speed.
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // promtoolCheckMetrics runs `promtool check metrics` on a scrape.

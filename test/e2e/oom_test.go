@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -19,93 +17,6 @@ import (
 	"github.com/executor-exporter/executor_exporter/internal/testenv"
 	"github.com/executor-exporter/executor_exporter/internal/testjvm"
 )
-
-// memoryCgroup is a memory cgroup a test made, v1 or v2.
-type memoryCgroup struct {
-	Dir     string
-	Version int
-}
-
-// Procs is the file a process joins the cgroup by.
-func (c memoryCgroup) Procs() string { return filepath.Join(c.Dir, "cgroup.procs") }
-
-// OOMKills reads the cgroup's own count of OOM kills: oom_kill in
-// memory.oom_control (v1) or memory.events (v2).
-func (c memoryCgroup) OOMKills(t *testing.T) uint64 {
-	t.Helper()
-	file := "memory.events"
-	if c.Version == 1 {
-		file = "memory.oom_control"
-	}
-	data, err := os.ReadFile(filepath.Join(c.Dir, file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "oom_kill "); ok {
-			n, err := strconv.ParseUint(v, 10, 64)
-			if err != nil {
-				t.Fatalf("%s: %v", file, err)
-			}
-			return n
-		}
-	}
-	t.Fatalf("no oom_kill line in %s:\n%s", file, data)
-	return 0
-}
-
-// makeMemoryCgroup creates a memory cgroup limited to limit bytes, without
-// swap, in whichever hierarchy the machine has, and removes it when the
-// test ends — after killing whatever is still in it.
-func makeMemoryCgroup(t *testing.T, name string, limit uint64) memoryCgroup {
-	t.Helper()
-	var cg memoryCgroup
-	switch {
-	case fileExists("/sys/fs/cgroup/memory/memory.limit_in_bytes"):
-		cg = memoryCgroup{Dir: "/sys/fs/cgroup/memory/" + name, Version: 1}
-	case strings.Contains(readString("/sys/fs/cgroup/cgroup.subtree_control"), "memory"):
-		cg = memoryCgroup{Dir: "/sys/fs/cgroup/" + name, Version: 2}
-	default:
-		testenv.Unavailable(t, "no memory cgroup controller (v1 at /sys/fs/cgroup/memory or v2 in /sys/fs/cgroup/cgroup.subtree_control)")
-	}
-	if err := os.Mkdir(cg.Dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	// Registered before any process joins, so it runs after testjvm's own
-	// cleanups have killed the JVMs.
-	t.Cleanup(func() {
-		for i := 0; i < 100; i++ {
-			for _, pid := range strings.Fields(readString(cg.Procs())) {
-				if n, err := strconv.Atoi(pid); err == nil {
-					_ = syscall.Kill(n, syscall.SIGKILL)
-				}
-			}
-			if err := syscall.Rmdir(cg.Dir); err == nil || errors.Is(err, os.ErrNotExist) {
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		t.Errorf("could not remove cgroup %s", cg.Dir)
-	})
-	limitFiles := map[int][][2]string{
-		1: {{"memory.limit_in_bytes", strconv.FormatUint(limit, 10)}, {"memory.swappiness", "0"}},
-		2: {{"memory.max", strconv.FormatUint(limit, 10)}, {"memory.swap.max", "0"}},
-	}
-	for _, kv := range limitFiles[cg.Version] {
-		if err := os.WriteFile(filepath.Join(cg.Dir, kv[0]), []byte(kv[1]), 0o644); err != nil && (kv[0] != "memory.swap.max" || !errors.Is(err, os.ErrNotExist)) {
-			t.Fatalf("%s: %v", kv[0], err)
-		}
-	}
-	return cg
-}
-
-func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
-
-func readString(p string) string {
-	b, _ := os.ReadFile(p)
-	return string(b)
-}
 
 // requireKmsg stops the test when the kernel log cannot be read.
 func requireKmsg(t *testing.T) {
@@ -128,7 +39,7 @@ type oomResult struct {
 	exporter        *exporter
 	executor        *testjvm.JVM
 	sentinel        *testjvm.JVM
-	cgroup          memoryCgroup
+	cgroup          testenv.MemoryCgroup
 	nodeKillsBefore float64
 }
 
@@ -144,7 +55,7 @@ func runOOMCase(t *testing.T, tc oomCase, exporterArgs ...string) oomResult {
 	testenv.RequireRoot(t)
 	requireKmsg(t)
 	testjvm.RequireJava(t)
-	cg := makeMemoryCgroup(t, fmt.Sprintf("executor-exporter-e2e-oom-%s-%d", tc.name, os.Getpid()), oomCgroupLimit)
+	cg := testenv.NewMemoryCgroup(t, oomCgroupLimit)
 
 	e := startExporter(t, append([]string{"--jvm.sample-interval=500ms", "--cloud.provider=none"}, exporterArgs...)...)
 	sentinel := testjvm.Start(t, testjvm.Options{
@@ -192,7 +103,7 @@ func (r oomResult) checkCounters(t *testing.T) {
 	if after, _ := findSample(families, "executor_node_oom_kills_total", nil); after < r.nodeKillsBefore+1 {
 		t.Errorf("executor_node_oom_kills_total went from %v to %v, want +1 at least", r.nodeKillsBefore, after)
 	}
-	waitFor(t, 30*time.Second, "executor_container_oom_kills_total of the sentinel's cgroup to count the kill", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "executor_container_oom_kills_total of the sentinel's cgroup to count the kill", func() bool {
 		v, ok := findSample(r.exporter.scrape(t), "executor_container_oom_kills_total", map[string]string{"pid": strconv.Itoa(r.sentinel.PID)})
 		return ok && v >= 1
 	})
@@ -233,10 +144,10 @@ func TestOOMKillNative(t *testing.T) {
 	// reading away from it.
 	query := `increase(executor_oom_kills_total{executor_id="3",app_id="app-oom-test",cause="native"}[1m]) > 0`
 	killed := time.Now()
-	waitFor(t, 60*time.Second, "Prometheus: "+query, func() bool { return len(prom.query(t, query)) > 0 })
+	testenv.WaitFor(t, 60*time.Second, "Prometheus: "+query, func() bool { return len(prom.query(t, query)) > 0 })
 	t.Logf("%s held %.1fs after the kill", query, time.Since(killed).Seconds())
 	alert := `ALERTS{alertname="ExecutorOOMKilled",alertstate="firing",executor_id="3",app_id="app-oom-test",cause="native"}`
-	waitFor(t, 30*time.Second, "the mixin's alert "+alert, func() bool { return len(prom.query(t, alert)) > 0 })
+	testenv.WaitFor(t, 30*time.Second, "the mixin's alert "+alert, func() bool { return len(prom.query(t, alert)) > 0 })
 	first := prom.query(t, `executor_oom_kills_total{executor_id="3",app_id="app-oom-test"}[5m]`)
 	if len(first) != 1 || len(first[0].Values) < 2 || first[0].Values[0][1] != "0" {
 		t.Errorf("in Prometheus the victim's series should start at 0 and then count: %+v", first)
@@ -259,7 +170,7 @@ func TestOOMKillHeap(t *testing.T) {
 		workerArgs: []string{"--heap-mb", "600"},
 	})
 	labels := killLabels(r, "heap")
-	waitFor(t, 30*time.Second, fmt.Sprintf("executor_oom_kills_total%v = 1", labels), func() bool {
+	testenv.WaitFor(t, 30*time.Second, fmt.Sprintf("executor_oom_kills_total%v = 1", labels), func() bool {
 		v, ok := findSample(r.exporter.scrape(t), "executor_oom_kills_total", labels)
 		return ok && v == 1
 	})
@@ -273,7 +184,7 @@ func TestOOMKmsgUnreadable(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "kmsg")
 	e := startExporter(t, "--oom.kmsg-path="+missing, "--cloud.provider=none")
 	var families map[string]*dto.MetricFamily
-	waitFor(t, 30*time.Second, `executor_scrape_collector_success{collector="oom"} 0`, func() bool {
+	testenv.WaitFor(t, 30*time.Second, `executor_scrape_collector_success{collector="oom"} 0`, func() bool {
 		families = e.scrape(t)
 		v, ok := findSample(families, "executor_scrape_collector_success", map[string]string{"collector": "oom"})
 		return ok && v == 0

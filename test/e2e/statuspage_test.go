@@ -48,8 +48,8 @@ func TestStatusPageInBrowser(t *testing.T) {
 
 	imds := cloudtest.NewAWS(t, cloudtest.AWSOptions{})
 	imds.Set(cloudtest.AWSInstanceActionPath, `{"action": "terminate", "time": "2030-01-02T03:04:05Z"}`)
-	killCg := makeMemoryCgroup(t, fmt.Sprintf("executor-exporter-e2e-statuspage-oom-%d", os.Getpid()), oomCgroupLimit)
-	liveCg := makeMemoryCgroup(t, fmt.Sprintf("executor-exporter-e2e-statuspage-live-%d", os.Getpid()), 512<<20)
+	killCg := testenv.NewMemoryCgroup(t, oomCgroupLimit)
+	liveCg := testenv.NewMemoryCgroup(t, 512<<20)
 
 	e := startExporter(t, "--jvm.sample-interval=500ms",
 		"--cloud.provider=aws", "--cloud.aws.metadata-url="+imds.URL, "--cloud.interruption-poll-interval=100ms")
