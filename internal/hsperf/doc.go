@@ -169,8 +169,10 @@
 //
 // # Tests
 //
-// Golden fixtures for the five collectors; the fixtures and live JVMs of
-// each collector compared with jstat -gc read just before and after (heap
+// Golden fixtures for the five collectors, and one of a G1 heap of -Xms5g
+// -Xmx6g whose capacities pass 4 GiB (a 64-bit counter read as 32 bits
+// fails it); the fixtures and live JVMs of each collector compared with
+// jstat -gc read just before and after (heap
 // used and committed within jstat's rounding, MU and the GC counts exact); a
 // starting JVM polled thousands of times, every read giving Stats or
 // ErrNotAccessible; every prefix, corruption and random input an error and
