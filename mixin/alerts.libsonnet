@@ -42,6 +42,12 @@
   local show(expr) =
     '{{ with printf `%s` $labels.instance $labels.pid | query }}{{ . | first | value | humanize1024 }}B{{ end }}' %
     std.strReplace(expr, sel, sel + ', instance="%[1]s", pid="%[2]s"'),
+  // nodeQuery(expr) prints, in a description, the value of expr for the
+  // alert's node (expr's selectors are narrowed to its instance), whole.
+  local nodeQuery(expr) =
+    '{{ with printf `%s` $labels.instance | query }}{{ . | first | value | printf "%%.0f" }}{{ end }}' %
+    std.strReplace(expr, sel, sel + ', instance="%[1]s"'),
+
   // The Python workers' share, when there are any.
   local pythonNote =
     '{{ with printf `executor_process_resident_memory_bytes{%s, instance="%%s", pid="%%s", kind="python"} > 0` $labels.instance $labels.pid | query }} (Python workers: {{ . | first | value | humanize1024 }}B of it; if they are what grows, raise spark.executor.pyspark.memory instead){{ end }}' % sel,
@@ -204,7 +210,9 @@
               executor_node_memory_available_bytes{%(sel)s} / executor_node_memory_total_bytes{%(sel)s} < %(t)g
             ||| % { sel: sel, t: c.nodeAvailableThreshold }, []),
             'Node memory nearly exhausted.',
-            'Node %s has only {{ $value | humanizePercentage }} of its memory available; the kernel OOM killer will pick a victim, most likely the largest executor, when it runs out. Move executors off the node or lower spark.executor.memory.' % node,
+            ('Node %s has only {{ $value | humanizePercentage }} of its memory available; the kernel OOM killer will pick a victim, most likely the largest executor, when it runs out. ' +
+             'Move executors off the node, or lower spark.executor.memory of those on it by %s MiB in total (back to %g%% available).') %
+            [node, nodeQuery(e.mib('%g * executor_node_memory_total_bytes{%s} - executor_node_memory_available_bytes{%s}' % [c.nodeAvailableThreshold, sel, sel])), c.nodeAvailableThreshold * 100],
           ),
           alert(
             'ExecutorNodeMemoryExhaustionPredicted',
@@ -216,7 +224,9 @@
               executor_node_memory_available_bytes{%(sel)s} / executor_node_memory_total_bytes{%(sel)s} < 1 - %(minRatio)g
             ||| % { sel: sel, window: c.nodeExhaustionWindow, seconds: c.nodeExhaustionMinutes * 60, minRatio: c.nodeExhaustionMinRatio }, []),
             'Node memory predicted to run out.',
-            'At the rate of the last %s, node %s runs out of available memory within %d minutes; the kernel OOM killer will then pick a victim, most likely the largest executor.' % [c.nodeExhaustionWindow, node, c.nodeExhaustionMinutes],
+            ('At the rate of the last %s, node %s runs out of available memory within %d minutes; the kernel OOM killer will then pick a victim, most likely the largest executor. ' +
+             'Find what grows (the node dashboard); to get through, move executors off the node or lower spark.executor.memory of those on it by %s MiB in total.') %
+            [c.nodeExhaustionWindow, node, c.nodeExhaustionMinutes, nodeQuery(e.mib('-predict_linear(executor_node_memory_available_bytes{%s}[%s], %d)' % [sel, c.nodeExhaustionWindow, c.nodeExhaustionMinutes * 60]))],
           ),
           alert(
             'ExecutorNodeMemoryPressure',
