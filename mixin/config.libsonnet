@@ -57,6 +57,9 @@
     // heapAfterGCWindow (the troughs the collector leaves) is above this
     // fraction of the heap's max, while collections run.
     heapAfterGCThreshold: 0.9,
+    // The window is the alert's lag; it must hold two scrapes at least
+    // (Prometheus 3's ranges leave out their start): raise it to 2m or more
+    // with a scrape interval of 30 s or more.
     heapAfterGCWindow: '1m',
     heapAfterGCFor: '30s',
     // The heap alerts' descriptions say how much to raise the heap by for
