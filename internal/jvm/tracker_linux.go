@@ -64,7 +64,6 @@ type JVM struct {
 	// Counters is CountersHsperf, or why the JVM publishes no hsperfdata:
 	// then Stats is empty and only identity, RSS and cgroup are known.
 	Counters string
-	mark     gcMark
 }
 
 // View is the result of one refresh.
