@@ -185,20 +185,20 @@ func (lab *scenarioLab) run(t *testing.T, sc scenario) *scenarioResult {
 			ended <- scenarioEnd{Kind: endKind(j.Err()), At: time.Now()}
 		}()
 	}
+	exporter := lab.Exporter.Addr
+	if sc.Node > 0 {
+		exporter = lab.NodeExporter.Addr
+	}
 	select {
 	case r.End = <-ended:
 		t.Logf("%s: %s %.0f s after the start", sc.Name, r.End.Kind, r.End.At.Sub(r.Start).Seconds())
 		if r.End.Kind == endKilled {
 			// The kill alert needs the victim's next scrapes and an evaluation.
 			testenv.WaitFor(t, 90*time.Second, "ExecutorOOMKilled for "+sc.Name, func() bool {
-				return lab.rec.seen("ExecutorOOMKilled", r.PIDs)
+				return lab.rec.seen("ExecutorOOMKilled", exporter, r.PIDs)
 			})
 		}
 	case <-deadline:
-	}
-	exporter := lab.Exporter.Addr
-	if sc.Node > 0 {
-		exporter = lab.NodeExporter.Addr
 	}
 	r.Alerts = lab.rec.of(exporter, r.PIDs, sc.Node > 0)
 	pids := make([]string, len(r.PIDs))
@@ -327,11 +327,14 @@ func (rec *alertRecorder) of(instance string, pids []int, node bool) []*alertRec
 	return out
 }
 
-func (rec *alertRecorder) seen(name string, pids []int) bool {
+// seen reports whether the alert name fired for one of pids, as the
+// exporter at instance saw it (the node scenario's exporter sees every
+// JVM on the machine too).
+func (rec *alertRecorder) seen(name, instance string, pids []int) bool {
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	for _, r := range rec.records {
-		if r.Name == name && !r.Firing.IsZero() && containsPID(pids, r.Labels["pid"]) {
+		if r.Name == name && !r.Firing.IsZero() && r.Labels["instance"] == instance && containsPID(pids, r.Labels["pid"]) {
 			return true
 		}
 	}
