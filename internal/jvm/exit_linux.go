@@ -3,6 +3,7 @@ package jvm
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -40,6 +41,11 @@ type life struct {
 	fd        int    // the hsperfdata file held open; -1 without one
 	fileNote  string // why the file cannot tell the end, when it cannot
 	marks     [2]gcMark
+	// root (the JVM's view of /tmp) and euid say which JVMs share its
+	// hsperfdata directory: one of them starting deletes its file once it
+	// is gone.
+	root *rootKey
+	euid uint32
 }
 
 // gcMark is the JVM's own clock and GC time at one sample: the GC share of
@@ -87,8 +93,11 @@ func (t *Tracker) observe(c *Candidate, p procmem.Process, euid uint32, j *JVM, 
 		l = nil
 	}
 	if l == nil {
-		l = &life{start: p.StartTime, counters: j.Counters, fd: -1}
+		l = &life{start: p.StartTime, counters: j.Counters, fd: -1, euid: euid}
 		t.lives[p.PID] = l
+		if e := t.found.pids[p.PID]; e != nil {
+			l.root = e.root
+		}
 		if c != nil {
 			if fd, err := openHsperf(t.cfg.ProcFS, *c, euid); err == nil {
 				l.fd = fd
@@ -125,11 +134,49 @@ func (t *Tracker) findExits(table *procmem.ProcessTable, now time.Time) []Exit {
 		if p, ok := table.Process(pid); ok && p.StartTime.Equal(l.start) && (p.RSS > 0 || !t.dead(pid)) {
 			continue
 		}
-		gone = append(gone, Exit{Last: l.last, Death: t.death(pid, l, now)})
+		d := t.death(pid, l, now)
+		if d.File == exits.FileDeleted {
+			if other, ok := t.cleaner(table, pid, l); ok {
+				d.File = exits.FileUnknown
+				d.FileNote = fmt.Sprintf("deleted, but JVM %d of the same user started in the same /tmp since, and a JVM deletes the files of dead JVMs when it starts", other)
+			}
+		}
+		gone = append(gone, Exit{Last: l.last, Death: d})
 		l.close()
 		delete(t.lives, pid)
 	}
 	return gone
+}
+
+// cleanerSlack: a JVM that started this long before the dead one was last
+// seen alive has cleaned its hsperfdata directory long before (HotSpot does
+// it while it initialises).
+const cleanerSlack = 5 * time.Second
+
+// cleaner returns a java process that may have deleted the dead JVM's file
+// after it was gone, if there is one: started since it was last seen alive
+// (less cleanerSlack), in the same root, as the same user. HotSpot, when it
+// starts, deletes the files in its hsperfdata directory whose process is
+// gone, so the file's absence no longer says the JVM exited on its own.
+// Such a JVM that has already exited again is not seen.
+func (t *Tracker) cleaner(table *procmem.ProcessTable, dead int, l *life) (int, bool) {
+	if l.root == nil {
+		return 0, false
+	}
+	since := l.lastAlive.Add(-cleanerSlack)
+	for _, pid := range table.PIDs() {
+		p, ok := table.Seen(pid)
+		if !ok || pid == dead || p.Comm != javaComm || p.StartTime.Before(since) {
+			continue
+		}
+		if e := t.found.pids[pid]; e == nil || e.root != l.root {
+			continue
+		}
+		if id, err := t.identity(p); err == nil && id.euid == l.euid {
+			return pid, true
+		}
+	}
+	return 0, false
 }
 
 // dead reports whether a process whose memory is gone has ended (a zombie
