@@ -223,7 +223,14 @@ func BenchmarkSeries(b *testing.B) {
 // level the exporter uses and at the default one.
 func BenchmarkDeflateView(b *testing.B) {
 	c := NewJVMCollector(nil, log.NewNopLogger()).(*jvmCollector)
-	text := c.series(syntheticView(b, 100, time.Now())).encoded(expfmt.NewFormat(expfmt.TypeOpenMetrics)).text
+	var buf bytes.Buffer
+	enc := expfmt.NewEncoder(&buf, expfmt.NewFormat(expfmt.TypeOpenMetrics))
+	for _, f := range c.series(syntheticView(b, 100, time.Now())).families {
+		if err := enc.Encode(f); err != nil {
+			b.Fatal(err)
+		}
+	}
+	text := buf.Bytes()
 	for _, level := range []int{flate.BestSpeed, flate.DefaultCompression} {
 		b.Run(strconv.Itoa(level), func(b *testing.B) {
 			w, _ := flate.NewWriter(nil, level)

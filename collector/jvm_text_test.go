@@ -2,6 +2,7 @@ package collector
 
 import (
 	"compress/gzip"
+	"hash/crc32"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -131,6 +132,16 @@ func TestAcceptsGzip(t *testing.T) {
 		req.Header.Set("Accept-Encoding", enc)
 		if got := acceptsGzip(req); got != want {
 			t.Errorf("acceptsGzip(%q) = %v, want %v", enc, got, want)
+		}
+	}
+}
+
+func TestCRC32Combine(t *testing.T) {
+	for _, tc := range [][2]string{{"", ""}, {"a", ""}, {"", "b"}, {"hello, ", "world"}, {strings.Repeat("x", 1000), strings.Repeat("yz", 70000)}} {
+		a, b := []byte(tc[0]), []byte(tc[1])
+		want := crc32.ChecksumIEEE(append(append([]byte{}, a...), b...))
+		if got := crc32Combine(crc32.ChecksumIEEE(a), crc32.ChecksumIEEE(b), int64(len(b))); got != want {
+			t.Errorf("combine(%d + %d bytes) = %08x, want %08x", len(a), len(b), got, want)
 		}
 	}
 }

@@ -142,14 +142,16 @@ func readInto(path string, buf []byte, limit int) ([]byte, error) {
 // /tmp (a directory created or removed there) and of each
 // hsperfdata_<user> directory (a JVM's file created or removed).
 type listing struct {
-	tmp   dirStamp
-	dirs  map[string]*dirListing
-	clean bool // nothing was modified too recently to trust the times
+	tmp      dirStamp
+	tmpClean bool // /tmp was not modified too recently to trust its time
+	dirs     map[string]*dirListing
 }
 
 type dirListing struct {
-	stamp dirStamp
-	pids  []int
+	stamp  dirStamp
+	clean  bool // listed, and not modified too recently to trust its time
+	pids   []int
+	listed bool
 }
 
 type dirStamp struct {
@@ -164,7 +166,9 @@ const trustAfter = 2 * time.Second
 
 // list returns pid's root's hsperfdata files (as listHsperfFiles does),
 // listing /tmp and each hsperfdata_<user> directory again only when its
-// modification time moved: otherwise a stat of each.
+// modification time moved: a stat of each otherwise. A directory is
+// stamped before it is listed, so a change during the listing moves the
+// time again and is listed by the next scan.
 func (d *discovery) list(pid int) (map[int][]string, error) {
 	e := d.pids[pid]
 	if e == nil || e.root == nil {
@@ -182,29 +186,30 @@ func (d *discovery) list(pid int) (map[int][]string, error) {
 		return nil, err
 	}
 	l := d.listings[e.root]
-	if l == nil || !l.clean || l.tmp != tmp.stamp || tmp.recent {
-		d.relisted++
-		l, err = listRoot(d.procPath, pid, root, now)
-		if err != nil {
+	if l == nil || !l.tmpClean || l.tmp != tmp.stamp || tmp.recent {
+		if l, err = d.listTmp(root, l); err != nil {
 			delete(d.listings, e.root)
 			return nil, err
 		}
-		l.tmp, l.clean = tmp.stamp, !tmp.recent
+		l.tmp, l.tmpClean = tmp.stamp, !tmp.recent
 		d.listings[e.root] = l
-	} else {
-		for name, dl := range l.dirs {
-			st, err := stampOf(root, "tmp/"+name, now)
-			if err == nil && st.stamp == dl.stamp && !st.recent {
-				continue
-			}
-			// Changed, too recent to trust, or gone: list it again.
-			l.clean = false
-			d.listings[e.root] = nil
-			return d.list(pid)
-		}
 	}
 	files := map[int][]string{}
 	for name, dl := range l.dirs {
+		st, err := stampOf(root, "tmp/"+name, now)
+		if err != nil {
+			delete(l.dirs, name) // gone, or no longer a directory
+			continue
+		}
+		if !dl.listed || !dl.clean || st.stamp != dl.stamp || st.recent {
+			d.relisted++
+			pids, err := listHsperfDir(root, name)
+			if err != nil {
+				delete(l.dirs, name)
+				continue
+			}
+			dl.pids, dl.stamp, dl.clean, dl.listed = pids, st.stamp, !st.recent, true
+		}
 		for _, n := range dl.pids {
 			files[n] = append(files[n], name)
 		}
@@ -213,6 +218,53 @@ func (d *discovery) list(pid int) (map[int][]string, error) {
 		slices.Sort(dirs)
 	}
 	return files, nil
+}
+
+// listTmp lists a root's /tmp for its hsperfdata_<user> directories,
+// keeping what was known of those already listed.
+func (d *discovery) listTmp(root int, old *listing) (*listing, error) {
+	tmp, err := openBeneath(root, "tmp", unix.O_DIRECTORY)
+	if err != nil {
+		return nil, err
+	}
+	names, err := tmp.Readdirnames(-1)
+	_ = tmp.Close()
+	if err != nil {
+		return nil, err
+	}
+	l := &listing{dirs: map[string]*dirListing{}}
+	for _, name := range names {
+		if !strings.HasPrefix(name, "hsperfdata_") {
+			continue
+		}
+		dl := &dirListing{}
+		if old != nil && old.dirs[name] != nil {
+			dl = old.dirs[name]
+		}
+		l.dirs[name] = dl
+	}
+	return l, nil
+}
+
+// listHsperfDir lists the numeric names in a root's /tmp/<name>, opened
+// without following a symlink, as listHsperfFiles does.
+func listHsperfDir(root int, name string) ([]int, error) {
+	dir, err := openBeneath(root, "tmp/"+name, unix.O_DIRECTORY)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := dir.Readdirnames(-1)
+	_ = dir.Close()
+	if err != nil {
+		return nil, err
+	}
+	var pids []int
+	for _, e := range entries {
+		if n, err := strconv.Atoi(e); err == nil && n > 0 && strconv.Itoa(n) == e {
+			pids = append(pids, n)
+		}
+	}
+	return pids, nil
 }
 
 type stamped struct {
@@ -232,48 +284,4 @@ func stampOf(root int, name string, now time.Time) (stamped, error) {
 	}
 	mtime := time.Unix(st.Mtim.Unix())
 	return stamped{stamp: dirStamp{ino: st.Ino, mtime: st.Mtim}, recent: now.Sub(mtime) < trustAfter}, nil
-}
-
-// listRoot lists every hsperfdata_<user> directory of a root, as
-// listHsperfFiles does, and stamps each first: a change after the stamp
-// moves the time again, so the next scan lists it.
-func listRoot(procPath string, pid, root int, now time.Time) (*listing, error) {
-	tmp, err := openBeneath(root, "tmp", unix.O_DIRECTORY)
-	if err != nil {
-		return nil, err
-	}
-	names, err := tmp.Readdirnames(-1)
-	_ = tmp.Close()
-	if err != nil {
-		return nil, err
-	}
-	l := &listing{dirs: map[string]*dirListing{}, clean: true}
-	for _, name := range names {
-		if !strings.HasPrefix(name, "hsperfdata_") {
-			continue
-		}
-		st, err := stampOf(root, "tmp/"+name, now)
-		if err != nil {
-			continue // not a directory discovery lists
-		}
-		l.clean = l.clean && !st.recent
-		l.dirs[name] = &dirListing{stamp: st.stamp}
-	}
-	files, err := listHsperfFiles(procPath, pid)
-	if err != nil {
-		return nil, err
-	}
-	for n, dirs := range files {
-		for _, dir := range dirs {
-			dl := l.dirs[dir]
-			if dl == nil {
-				// Appeared between the two listings: kept, with no
-				// stamp, so that the next scan lists it again.
-				dl = &dirListing{}
-				l.dirs[dir] = dl
-			}
-			dl.pids = append(dl.pids, n)
-		}
-	}
-	return l, nil
 }
