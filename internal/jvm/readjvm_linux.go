@@ -31,9 +31,11 @@ func (t *Tracker) readJVM(c Candidate, table *procmem.ProcessTable, cgroups map[
 	if err != nil {
 		return JVM{}, classify(err), err
 	}
-	data, err := ReadHsperf(t.cfg.ProcFS, c, id.euid, t.buf)
-	if err != nil {
-		return JVM{}, classify(err), err
+	data := t.readHeld(c, proc, t.buf)
+	if data == nil {
+		if data, err = ReadHsperf(t.cfg.ProcFS, c, id.euid, t.buf); err != nil {
+			return JVM{}, classify(err), err
+		}
 	}
 	t.buf = data // reused by the next read; Stats copies what it keeps
 	snap, err := hsperf.Parse(data)
