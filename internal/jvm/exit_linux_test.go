@@ -116,27 +116,6 @@ func exitCode(t *testing.T, j *testjvm.JVM) int {
 
 var executorArgs = []string{"--executor-id", "5", "--app-id", "app-exits"}
 
-// inContainer runs a JVM as in a container: its own pid and mount
-// namespaces and a private /tmp, which die with it. Another JVM starting in
-// the same /tmp deletes the files of dead JVMs, so the tests' JVMs must not
-// share one; and the tracker must tell the end of a JVM whose /tmp is gone
-// with it.
-func inContainer(t *testing.T, o testjvm.Options) testjvm.Options {
-	t.Helper()
-	testenv.RequireRoot(t)
-	testenv.RequireTool(t, "unshare")
-	// The private /tmp hides the host's, where the test classes are: carry
-	// them over with a bind mount through a directory outside /tmp.
-	classes := testjvm.Classpath(t)
-	carry, err := os.MkdirTemp("/var/tmp", "executor-exporter-exits-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.Remove(carry) })
-	o.Wrapper = []string{"unshare", "-m", "-p", "-f", "--mount-proc", "--propagation", "private"}
-	o.Prelude = fmt.Sprintf("mount --bind %[1]s %[2]s && mount -t tmpfs tmpfs /tmp && mkdir -p %[1]s && mount --bind %[2]s %[1]s && ", classes, carry)
-	return o
-}
 
 // The four ways a JVM with hsperfdata ends, seen from outside it, and the
 // reason the rule gives each without kernel kills or notices.
@@ -181,7 +160,7 @@ func TestTrackerExits(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newExitRecorder(t)
-			j := testjvm.Start(t, inContainer(t, testjvm.Options{JVMArgs: tc.jvmArgs, Args: append(append(tc.args, executorArgs...), "--exit-after-s", "300")}))
+			j := testjvm.Start(t, testjvm.InContainer(t, testjvm.Options{JVMArgs: tc.jvmArgs, Args: append(append(tc.args, executorArgs...), "--exit-after-s", "300")}))
 			if j.NSPID == j.PID {
 				t.Fatalf("not in its own pid namespace: pid %d", j.PID)
 			}

@@ -47,9 +47,11 @@ func TestExitsEndToEnd(t *testing.T) {
 		proms[name] = startPrometheus(t, promConfig{Binary: bin, RulesDir: rules, Targets: []string{plain.Addr}})
 	}
 
+	// Each in a private /tmp, as in a container: a JVM of another test
+	// starting in a shared /tmp would delete a killed one's file.
 	start := func(id string, args ...string) *testjvm.JVM {
-		return testjvm.Start(t, testjvm.Options{JVMArgs: []string{"-Xmx64m"},
-			Args: append([]string{"--executor-id", id, "--app-id", "app-exits-e2e", "--exit-after-s", "300"}, args...)})
+		return testjvm.Start(t, testjvm.InContainer(t, testjvm.Options{JVMArgs: []string{"-Xmx64m"},
+			Args: append([]string{"--executor-id", id, "--app-id", "app-exits-e2e", "--exit-after-s", "300"}, args...)}))
 	}
 	killed := start("1", "--heap-mb", "8")
 	stopped := start("2", "--heap-mb", "8")
