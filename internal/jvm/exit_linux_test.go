@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
-	"os/exec"
 	"sync"
 	"syscall"
 	"testing"
@@ -115,7 +115,6 @@ func exitCode(t *testing.T, j *testjvm.JVM) int {
 }
 
 var executorArgs = []string{"--executor-id", "5", "--app-id", "app-exits"}
-
 
 // The four ways a JVM with hsperfdata ends, seen from outside it, and the
 // reason the rule gives each without kernel kills or notices.

@@ -24,7 +24,7 @@ func InContainer(t testing.TB, o Options) Options {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.Remove(carry) })
+	t.Cleanup(func() { _ = os.Remove(carry) })
 	o.Wrapper = []string{"unshare", "-m", "-p", "-f", "--mount-proc", "--propagation", "private"}
 	o.Prelude = fmt.Sprintf("mount --bind %[1]s %[2]s && mount -t tmpfs tmpfs /tmp && mkdir -p %[1]s && mount --bind %[2]s %[1]s && ", classes, carry) + o.Prelude
 	return o
