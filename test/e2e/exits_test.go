@@ -18,12 +18,12 @@ import (
 // told by the AWS metadata stand-in that a spot interruption is pending,
 // one on a machine without a cloud — while three real executor stand-ins
 // end: one SIGKILLed, one stopped with SIGTERM, one that fills its heap and
-// exits 52 from its OutOfMemoryError handler as Spark does. Each exporter
+// exits 52 from its OutOfMemoryError handler as Spark does, one the kernel
+// OOM-kills in its memory cgroup. Each exporter
 // counts each end once, with the executor's identity and the reason its
 // machine's state gives; Prometheus (Debian's 2 and the pinned 3) with the
 // mixin's rules fires ExecutorHeapExhausted with the heap figures and the
-// Spark setting to change. Kernel OOM kills are counted the same way in
-// collector/exits_linux_test.go and oom_test.go.
+// Spark setting to change.
 func TestExitsEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real JVMs, two exporters and Prometheus")
@@ -58,6 +58,11 @@ func TestExitsEndToEnd(t *testing.T) {
 	// Slow enough that Prometheus scrapes the heap on its way up: the
 	// alert's description shows it.
 	heap := start("3", "--spark-exit", "--heap-mb", "1000", "--step-mb", "1", "--step-ms", "150", "--churn")
+	// The kernel OOM-kills the fourth: -Xmx1g in a 256 MiB memory cgroup.
+	requireKmsg(t)
+	cg := testenv.NewMemoryCgroup(t, 256<<20)
+	oom := testjvm.Start(t, testjvm.InContainer(t, testjvm.Options{Cgroup: cg.Procs(), JVMArgs: []string{"-Xmx1g", "-XX:-AlwaysPreTouch"},
+		Args: []string{"--executor-id", "4", "--app-id", "app-exits-e2e", "--exit-after-s", "300", "--heap-mb", "600", "--step-mb", "4", "--step-ms", "100"}}))
 	for _, j := range []*testjvm.JVM{killed, stopped} {
 		testenv.WaitFor(t, time.Minute, "both exporters to sample the executors", func() bool {
 			_, a := findSample(plain.scrape(t), "executor_jvm_info", map[string]string{"pid": strconv.Itoa(j.PID)})
@@ -72,6 +77,10 @@ func TestExitsEndToEnd(t *testing.T) {
 	}
 	endOf(t, killed)
 	endOf(t, stopped)
+	endOf(t, oom)
+	if n := cg.OOMKills(t); n < 1 {
+		t.Fatalf("the fourth stand-in's cgroup counts %d OOM kills; it died of something else", n)
+	}
 
 	for _, tc := range []struct {
 		e    *exporter
@@ -85,6 +94,8 @@ func TestExitsEndToEnd(t *testing.T) {
 		{spot, killed, "1", "interrupted"},
 		{spot, stopped, "2", "interrupted"},
 		{spot, heap, "3", "heap_exhausted"}, // its own heap, notice or not
+		{plain, oom, "4", "oom_killed"},
+		{spot, oom, "4", "oom_killed"}, // the kernel's kill, notice or not
 	} {
 		labels := map[string]string{"pid": strconv.Itoa(tc.j.PID), "app_id": "app-exits-e2e", "executor_id": tc.id, "role": "executor", "reason": tc.want}
 		testenv.WaitFor(t, time.Minute, "executor "+tc.id+" counted as "+tc.want, func() bool {
@@ -138,7 +149,7 @@ func TestExitsEndToEnd(t *testing.T) {
 				return err == nil && len(res) > 0
 			})
 		}
-		if rows := p.query(t, `max by(app_id, executor_id, pid, reason) (max_over_time(executor_jvm_exits_total{app_id="app-exits-e2e"}[5m])) > 0`); len(rows) != 3 {
+		if rows := p.query(t, `max by(app_id, executor_id, pid, reason) (max_over_time(executor_jvm_exits_total{app_id="app-exits-e2e"}[5m])) > 0`); len(rows) != 4 {
 			t.Errorf("%s: How it ended shows %d rows, want one per executor: %v", name, len(rows), rows)
 		}
 	}
