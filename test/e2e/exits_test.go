@@ -16,12 +16,11 @@ import (
 
 // TestExitsEndToEnd runs the built exporter twice on this machine — one
 // told by the AWS metadata stand-in that a spot interruption is pending,
-// one on a machine without a cloud — while three real executor stand-ins
+// one on a machine without a cloud — while four real executor stand-ins
 // end: one SIGKILLed, one stopped with SIGTERM, one that fills its heap and
 // exits 52 from its OutOfMemoryError handler as Spark does, one the kernel
-// OOM-kills in its memory cgroup. Each exporter
-// counts each end once, with the executor's identity and the reason its
-// machine's state gives; Prometheus (Debian's 2 and the pinned 3) with the
+// OOM-kills in its memory cgroup. Each exporter counts each end once, with
+// the executor's identity and the reason its machine's state gives; Prometheus (Debian's 2 and the pinned 3) with the
 // mixin's rules fires ExecutorHeapExhausted with the heap figures and the
 // Spark setting to change.
 func TestExitsEndToEnd(t *testing.T) {
