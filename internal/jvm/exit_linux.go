@@ -224,17 +224,18 @@ func (t *Tracker) death(pid int, l *life, now time.Time) exits.Death {
 	return d
 }
 
-// finalHeap reads the counters a dead JVM left in its file (never read
-// from before: the offset is 0).
+// finalHeap reads the counters a dead JVM left in its file, from its
+// start whatever was read before.
 func finalHeap(fd int, size int64, marks [2]gcMark) (exits.Heap, error) {
 	if size > MaxHsperfBytes {
 		return exits.Heap{}, ErrTooLarge
 	}
-	b, err := readFD(fd, nil, int(size)+1, MaxHsperfBytes)
+	b := make([]byte, size)
+	n, err := unix.Pread(fd, b, 0)
 	if err != nil {
 		return exits.Heap{}, err
 	}
-	snap, err := hsperf.Parse(b)
+	snap, err := hsperf.Parse(b[:n])
 	if err != nil {
 		return exits.Heap{}, err
 	}
