@@ -6,12 +6,12 @@ import (
 )
 
 // defaultGCPercent is the garbage collector's target unless GOGC says
-// otherwise. The exporter's live heap is small (a few MiB) next to what one
-// scrape allocates (about 1 MiB of const metrics and a gzip writer with 20
-// JVMs), so at Go's default of 100 a collection runs after nearly every
-// scrape. 150 cut the CPU of a scrape with 20 JVMs by about a fifth for
-// about 2 MiB more resident memory (docs/performance.md, "Decisions").
-const defaultGCPercent = 150
+// otherwise. It was 150 while a scrape built ~1 MiB of const metrics; now
+// the per-JVM series are built once per sample and served from bytes, a
+// scrape allocates a few hundred KiB, and Go's own 100 keeps the resident
+// memory under its budget with 100 JVMs for a tenth more CPU per served
+// scrape (docs/performance.md, "Decisions").
+const defaultGCPercent = 100
 
 // tuneGC applies defaultGCPercent when the environment does not set GOGC,
 // and returns the percentage in force.
