@@ -10,6 +10,8 @@
 #   SCRAPES=500 bench/run.sh
 #   EXTRA_PROCS=500 bench/run.sh 20   # a busier node: 500 more (sleeping) processes
 #   OLD=9912dca bench/run.sh          # also the exporter built at another revision, side by side
+#   BUSIER=500 bench/run.sh 20        # then, in the same run, readings without and with 500 more
+#                                     # processes, alternately, three rounds
 #
 # Writes bench/results/latest.jsonl and prints the summary table that
 # docs/performance.md shows. Everything listens on 127.0.0.1 only.
@@ -184,5 +186,32 @@ for r in json.load(open(sys.argv[1]))["results"]:
     "$n" "$(awk -v a="$c0" -v b="$c1" 'BEGIN {print (b - a) / 1e9 / 30}')" \
     "$(awk '/VmRSS/ {print $2 * 1024}' "/proc/$idle_pid/status")" "$(cut -d' ' -f1 /proc/loadavg)" >>"$out"
 done
+
+# BUSIER: what more processes that are not JVMs add to a reading, measured
+# in the same run (the machine's other work and JVMs stay as they are):
+# fresh readings (scrapes of the fresh exporter) and the idle exporter's
+# background sampling, without and with BUSIER more sleeping processes,
+# each measured once they are older than the young window.
+reading() { # reading N EXTRA ROUND
+  python3 bench/scrape.py "http://127.0.0.1:$ee_port/metrics" "$ee_pid" "$scrapes" |
+    sed "s/^{/{\"kind\":\"reading\",\"jvms\":$1,\"extra\":$2,\"round\":$3,/" >>"$out"
+  c0="$(cpu_ns "$idle_pid")"; sleep 20; c1="$(cpu_ns "$idle_pid")"
+  printf '{"kind":"reading_background","jvms":%s,"extra":%s,"round":%s,"cpu_seconds_per_second":%s}\n' \
+    "$1" "$2" "$3" "$(awk -v a="$c0" -v b="$c1" 'BEGIN {print (b - a) / 1e9 / 20}')" >>"$out"
+}
+if [ -n "${BUSIER:-}" ]; then
+  n="${counts[${#counts[@]} - 1]}"
+  for round in 1 2 3; do
+    echo "== $n JVMs, round $round: without and with $BUSIER more processes" >&2
+    reading "$n" 0 "$round"
+    busy=()
+    for ((i = 0; i < BUSIER; i++)); do sleep 7200 & busy+=("$!"); pids+=("$!"); done
+    sleep 35
+    reading "$n" "$BUSIER" "$round"
+    kill "${busy[@]}" 2>/dev/null || true
+    wait "${busy[@]}" 2>/dev/null || true
+    sleep 5
+  done
+fi
 
 python3 bench/summarize.py "$out"

@@ -127,6 +127,25 @@ def done_when(path, busier=None):
                   f"{ms(more['cpu_seconds_per_scrape'])} ({add * 100:+.0f} %) with {more.get('processes')} processes; "
                   f"background sampling {background.get(20, {}).get('cpu_seconds_per_second', 0) * 1e3:.2f} → "
                   f"{bb.get(20, {}).get('cpu_seconds_per_second', 0) * 1e3:.2f} ms/s | {'met' if add <= 0.10 else 'NOT met'} |")
+    readings = [r for r in rows if r["kind"] == "reading"]
+    if readings:
+        bgs = {(r["round"], r["extra"]): r["cpu_seconds_per_second"] for r in rows if r["kind"] == "reading_background"}
+        adds, bg_adds, extra, n, procs = [], [], 0, 0, set()
+        for rnd in sorted({r["round"] for r in readings}):
+            base = next(r for r in readings if r["round"] == rnd and r["extra"] == 0)
+            more = next((r for r in readings if r["round"] == rnd and r["extra"] > 0), None)
+            if more is None:
+                continue
+            extra, n = more["extra"], more["jvms"]
+            procs |= {base.get("processes"), more.get("processes")}
+            adds.append(more["cpu_seconds_per_scrape"] / base["cpu_seconds_per_scrape"] - 1)
+            if bgs.get((rnd, 0)) and bgs.get((rnd, extra)):
+                bg_adds.append(bgs[(rnd, extra)] / bgs[(rnd, 0)] - 1)
+        if adds:
+            print(f"| {extra} more processes add ≤ 10 % to a reading with {n} JVMs | fresh reading {min(adds) * 100:+.0f} … "
+                  f"{max(adds) * 100:+.0f} % over {len(adds)} rounds (same run; {min(procs)}–{max(procs)} processes); "
+                  f"background sampling {min(bg_adds, default=0) * 100:+.0f} … {max(bg_adds, default=0) * 100:+.0f} % | "
+                  f"{'met' if max(adds) <= 0.10 else 'NOT met'} |")
     for t in ("executor_exporter_default", "executor_exporter"):
         if (t, 100) in scrape:
             r = scrape[(t, 100)]
