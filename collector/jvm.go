@@ -144,7 +144,7 @@ func (c *jvmCollector) series(view jvm.View) *seriesSet {
 		return c.built
 	}
 	c.pairs.start()
-	b := newSeriesBuilder(&c.pairs)
+	b := newSeriesBuilder(&c.pairs, c.built)
 	for i := range view.JVMs {
 		j := &view.JVMs[i]
 		c.updateJVM(b, j, resolvePod(j, pods, c.pods, c.podLabels))

@@ -156,11 +156,7 @@ func (c *jvmCollector) sendInfo(b *seriesBuilder, labels []string, j *jvm.JVM, p
 		names, values = cloud.NodeLabelPairs(p.labels)
 		labels = append(labels, values...)
 	}
-	m, err := prometheus.NewConstMetric(c.infoDescs.get(c.info, names), prometheus.GaugeValue, 1, labels...)
-	if err != nil {
-		return // a label name a pod's labels cannot make; NodeLabelPairs prevents it
-	}
-	b.metric(m)
+	b.info(c.infoDescs.get(c.info, names), labels) // dropped if a pod label cannot be a label; NodeLabelPairs prevents it
 }
 
 // podOfCgroup names the namespace, pod and container of a cgroup path from

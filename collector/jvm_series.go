@@ -2,6 +2,7 @@ package collector
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -50,21 +51,40 @@ type labelPairs struct {
 	used       map[jvm.Identity]bool // in this build
 	extras     map[[2]string]*dto.LabelPair
 	names      map[*prometheus.Desc]string // of Descs not made by jvmDesc
+	// infos keeps each JVM's executor_jvm_info series while its labels
+	// stay the same: its value is always 1, so the series itself is reused.
+	infos    map[infoKey]*dto.Metric
+	infoUsed map[infoKey]bool
+}
+
+// infoKey is an info series' Desc and its label values, each prefixed by
+// its length.
+type infoKey struct {
+	desc   *prometheus.Desc
+	values string
 }
 
 func (p *labelPairs) start() {
 	if p.identities == nil {
 		p.identities, p.used, p.extras = map[jvm.Identity][]*dto.LabelPair{}, map[jvm.Identity]bool{}, map[[2]string]*dto.LabelPair{}
 		p.names = map[*prometheus.Desc]string{}
+		p.infos, p.infoUsed = map[infoKey]*dto.Metric{}, map[infoKey]bool{}
 	}
 	clear(p.used)
+	clear(p.infoUsed)
 }
 
-// prune forgets the identities of JVMs that were not in this build.
+// prune forgets the identities and info series of JVMs that were not in
+// this build.
 func (p *labelPairs) prune() {
 	for id := range p.identities {
 		if !p.used[id] {
 			delete(p.identities, id)
+		}
+	}
+	for key := range p.infos {
+		if !p.infoUsed[key] {
+			delete(p.infos, key)
 		}
 	}
 }
@@ -130,8 +150,22 @@ type seriesBuilder struct {
 	slab     []series         // allocated 64 at a time
 }
 
-func newSeriesBuilder(pairs *labelPairs) *seriesBuilder {
-	return &seriesBuilder{pairs: pairs, byName: map[string]*dto.MetricFamily{}, set: &seriesSet{}}
+// newSeriesBuilder starts a set sized like prev (the last build), so that
+// its slices do not grow their way there.
+func newSeriesBuilder(pairs *labelPairs, prev *seriesSet) *seriesBuilder {
+	set := &seriesSet{}
+	b := &seriesBuilder{pairs: pairs, byName: map[string]*dto.MetricFamily{}, set: set}
+	if prev != nil {
+		set.metrics = make([]*dto.Metric, 0, len(prev.metrics))
+		set.descs = make([]*prometheus.Desc, 0, len(prev.descs))
+		set.families = make([]*dto.MetricFamily, 0, len(prev.families))
+		for _, f := range prev.families {
+			nf := &dto.MetricFamily{Name: f.Name, Help: f.Help, Type: f.Type, Metric: make([]*dto.Metric, 0, len(f.Metric))}
+			b.byName[f.GetName()] = nf
+			set.families = append(set.families, nf)
+		}
+	}
+	return b
 }
 
 // series is one sample's allocation: the metric, its value and its labels.
@@ -178,22 +212,45 @@ func (b *seriesBuilder) add(d *prometheus.Desc, vt prometheus.ValueType, v float
 	b.append(d, meta.name, meta.help, typ, &s.m)
 }
 
-// metric adds a series made by client_golang (executor_jvm_info, whose
-// label names vary with the pod labels).
-func (b *seriesBuilder) metric(m prometheus.Metric) {
+// info adds executor_jvm_info with these label values (d's label names,
+// which vary with the pod labels): the series of the last build when the
+// values are the same, else one made by client_golang.
+func (b *seriesBuilder) info(d *prometheus.Desc, values []string) {
+	var key []byte
+	for _, v := range values {
+		key = strconv.AppendInt(key, int64(len(v)), 10)
+		key = append(key, ':')
+		key = append(key, v...)
+	}
+	k := infoKey{desc: d, values: string(key)}
+	b.pairs.infoUsed[k] = true
+	if m, ok := b.pairs.infos[k]; ok {
+		b.append(d, b.descName(d), jvmInfoHelp, dto.MetricType_GAUGE, m)
+		return
+	}
+	m, err := prometheus.NewConstMetric(d, prometheus.GaugeValue, 1, values...)
+	if err != nil {
+		return
+	}
 	out := &dto.Metric{}
 	if err := m.Write(out); err != nil {
 		return
 	}
-	name, ok := b.pairs.names[m.Desc()]
+	b.pairs.infos[k] = out
+	b.append(d, b.descName(d), jvmInfoHelp, dto.MetricType_GAUGE, out)
+}
+
+// descName is the metric name of a Desc not made by jvmDesc.
+func (b *seriesBuilder) descName(d *prometheus.Desc) string {
+	name, ok := b.pairs.names[d]
 	if !ok {
-		name = descName(m.Desc())
+		name = descName(d)
 		if len(b.pairs.names) >= maxInfoDescs {
 			clear(b.pairs.names)
 		}
-		b.pairs.names[m.Desc()] = name
+		b.pairs.names[d] = name
 	}
-	b.append(m.Desc(), name, jvmInfoHelp, dto.MetricType_GAUGE, out)
+	return name
 }
 
 func (b *seriesBuilder) append(d *prometheus.Desc, name, help string, typ dto.MetricType, m *dto.Metric) {
@@ -209,6 +266,8 @@ func (b *seriesBuilder) append(d *prometheus.Desc, name, help string, typ dto.Me
 }
 
 func (b *seriesBuilder) done() *seriesSet {
+	// Families of the last build that this one has no series of go.
+	b.set.families = slices.DeleteFunc(b.set.families, func(f *dto.MetricFamily) bool { return len(f.Metric) == 0 })
 	slices.SortFunc(b.set.families, func(x, y *dto.MetricFamily) int { return strings.Compare(x.GetName(), y.GetName()) })
 	return b.set
 }
