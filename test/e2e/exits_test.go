@@ -56,12 +56,20 @@ func TestExitsEndToEnd(t *testing.T) {
 	stopped := start("2", "--heap-mb", "8")
 	// Slow enough that Prometheus scrapes the heap on its way up: the
 	// alert's description shows it.
-	heap := start("3", "--spark-exit", "--heap-mb", "1000", "--step-mb", "1", "--step-ms", "150", "--churn")
+	heap := start("3", "--spark-exit", "--heap-mb", "1000", "--step-mb", "1", "--step-ms", "400", "--churn")
 	// The kernel OOM-kills the fourth: -Xmx1g in a 256 MiB memory cgroup.
 	requireKmsg(t)
 	cg := testenv.NewMemoryCgroup(t, 256<<20)
 	oom := testjvm.Start(t, testjvm.InContainer(t, testjvm.Options{Cgroup: cg.Procs(), JVMArgs: []string{"-Xmx1g", "-XX:-AlwaysPreTouch"},
 		Args: []string{"--executor-id", "4", "--app-id", "app-exits-e2e", "--exit-after-s", "300", "--heap-mb", "600", "--step-mb", "4", "--step-ms", "100"}}))
+	// The description's heap figures are what Prometheus scraped while the
+	// JVM lived; the heap fills in about 25 s, so each server scrapes it.
+	for name, p := range proms {
+		testenv.WaitFor(t, time.Minute, name+" to scrape the heap stand-in's heap", func() bool {
+			got, err := p.tryQuery(`executor_jvm_memory_used_bytes{area="heap", pid="` + strconv.Itoa(heap.PID) + `"}`)
+			return err == nil && len(got) > 0
+		})
+	}
 	for _, j := range []*testjvm.JVM{killed, stopped} {
 		testenv.WaitFor(t, time.Minute, "both exporters to sample the executors", func() bool {
 			_, a := findSample(plain.scrape(t), "executor_jvm_info", map[string]string{"pid": strconv.Itoa(j.PID)})
