@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -154,15 +153,6 @@ func pendingInterruptions(r *cloud.Refresher) func() []string {
 	}
 }
 
-// exitSeries is one exit counter.
-type exitSeries struct {
-	labels   []string // identityLabels, then reason, namespace, pod, container
-	exits    float64
-	born     time.Time // first exit
-	last     time.Time // last exit
-	shownAt0 bool      // a scrape has seen it at 0
-}
-
 // maxRecentExits is how many decisions the status page shows.
 const maxRecentExits = 20
 
@@ -174,10 +164,9 @@ type exitsCollector struct {
 
 	exitsDesc, dropped *prometheus.Desc
 
-	mu           sync.Mutex
-	series       map[string]*exitSeries
-	droppedTotal float64
-	recent       []statuspage.Exit // oldest first
+	mu     sync.Mutex
+	exits  eventCounters     // identityLabels, then reason, namespace, pod, container
+	recent []statuspage.Exit // oldest first
 }
 
 // newExitsCollector counts the JVMs the tracker finds gone, by identity
@@ -200,7 +189,7 @@ func newExitsCollector(cfg ExitsConfig, tracker *jvm.Tracker, witness *exitWitne
 			append(append([]string{}, identityLabels...), "reason", "namespace", "pod", "container"), nil),
 		dropped: prometheus.NewDesc(prometheus.BuildFQName(namespace, "jvm", "exits_series_dropped_total"),
 			"Exit counters dropped before their retention because --exits.max-series was reached.", nil, nil),
-		series: map[string]*exitSeries{},
+		exits: newEventCounters(cfg.Retention, cfg.MaxSeries, cfg.NewSeriesHold),
 	}
 	witness.setSink(c.record)
 	tracker.OnExits(witness.Gone)
@@ -212,19 +201,7 @@ func (c *exitsCollector) Update(ch chan<- prometheus.Metric) error {
 	c.witness.Decide(now) // a death whose delay ran out since the last scan
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for key, s := range c.series {
-		if now.Sub(s.last) > c.cfg.Retention {
-			delete(c.series, key)
-			continue
-		}
-		value := s.exits
-		if !s.shownAt0 || now.Sub(s.born) < c.cfg.NewSeriesHold {
-			value = 0
-		}
-		s.shownAt0 = true
-		ch <- prometheus.MustNewConstMetric(c.exitsDesc, prometheus.CounterValue, value, s.labels...)
-	}
-	ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, c.droppedTotal)
+	c.exits.collect(ch, c.exitsDesc, c.dropped, now)
 	return nil
 }
 
@@ -238,16 +215,7 @@ func (c *exitsCollector) record(decided []exits.Decided[jvm.Sample]) {
 		ns, pod, container := podOfCgroup(s.CgroupPath, c.cfg.Pods)
 		labels := []string{strconv.Itoa(s.PID), labelValue(s.Role), labelValue(s.AppID), labelValue(s.ExecutorID), d.Verdict.Reason,
 			labelValue(ns), labelValue(pod), labelValue(container)}
-		key := strings.Join(labels, "\xff")
-		if series, ok := c.series[key]; ok {
-			series.exits++
-			series.last = now
-		} else {
-			if len(c.series) >= c.cfg.MaxSeries {
-				c.dropOldestLocked()
-			}
-			c.series[key] = &exitSeries{labels: labels, exits: 1, born: now, last: now}
-		}
+		c.exits.add(labels, now)
 		if len(c.recent) == maxRecentExits {
 			c.recent = append(c.recent[:0], c.recent[1:]...)
 		}
@@ -258,18 +226,6 @@ func (c *exitsCollector) record(decided []exits.Decided[jvm.Sample]) {
 	for _, d := range decided {
 		c.logExit(d)
 	}
-}
-
-func (c *exitsCollector) dropOldestLocked() {
-	var oldestKey string
-	var oldest time.Time
-	for key, s := range c.series {
-		if oldestKey == "" || s.last.Before(oldest) {
-			oldestKey, oldest = key, s.last
-		}
-	}
-	delete(c.series, oldestKey)
-	c.droppedTotal++
 }
 
 // logExit writes the one line about a JVM's end: who, the reason, the

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -68,15 +67,6 @@ type OOMConfig struct {
 	Attributed func(pid int, at time.Time, cause string)
 }
 
-// oomSeries is one victim's kill counter.
-type oomSeries struct {
-	labels   []string // victim labels, in oomKillLabels order
-	kills    float64
-	born     time.Time // first kill
-	last     time.Time // last kill
-	shownAt0 bool      // a scrape has seen it at 0
-}
-
 var oomKillLabels = append(append([]string{}, identityLabels...), "constraint", "cause", "task", "namespace", "pod", "container")
 
 type oomCollector struct {
@@ -91,10 +81,9 @@ type oomCollector struct {
 	assembler oom.Assembler // used by the follower's goroutine only
 
 	mu             sync.Mutex
-	series         map[string]*oomSeries
+	killCounts     eventCounters // by victim, in oomKillLabels order
 	recordsTotal   float64
 	malformedTotal float64
-	droppedTotal   float64
 	loggedErr      string       // the follower error last logged, so each is logged once
 	recent         []recentKill // the last maxRecentKills kills, oldest first, for the status page
 }
@@ -128,7 +117,7 @@ func NewOOMCollector(cfg OOMConfig, source jvm.SampleSource, logger log.Logger) 
 			"Kernel log records that looked like OOM-killer lines but could not be read.", nil, nil),
 		dropped: prometheus.NewDesc(prometheus.BuildFQName(namespace, "oom", "series_dropped_total"),
 			"Kill counters dropped before their retention because --oom.max-series was reached.", nil, nil),
-		series: map[string]*oomSeries{},
+		killCounts: newEventCounters(cfg.Retention, cfg.MaxSeries, cfg.NewSeriesHold),
 	}
 	fc := cfg.Follow
 	fc.Path = cfg.KmsgPath
@@ -142,21 +131,9 @@ func (c *oomCollector) Stop() { c.follower.Stop() }
 func (c *oomCollector) Update(ch chan<- prometheus.Metric) error {
 	now := c.now()
 	c.mu.Lock()
-	for key, s := range c.series {
-		if now.Sub(s.last) > c.cfg.Retention {
-			delete(c.series, key)
-			continue
-		}
-		value := s.kills
-		if !s.shownAt0 || now.Sub(s.born) < c.cfg.NewSeriesHold {
-			value = 0
-		}
-		s.shownAt0 = true
-		ch <- prometheus.MustNewConstMetric(c.kills, prometheus.CounterValue, value, s.labels...)
-	}
+	c.killCounts.collect(ch, c.kills, c.dropped, now)
 	ch <- prometheus.MustNewConstMetric(c.records, prometheus.CounterValue, c.recordsTotal)
 	ch <- prometheus.MustNewConstMetric(c.malformed, prometheus.CounterValue, c.malformedTotal)
-	ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, c.droppedTotal)
 	c.mu.Unlock()
 
 	err := c.follower.Err()
@@ -224,19 +201,10 @@ func (c *oomCollector) recordKill(k oom.Kill) {
 	// series, the usual join, is gone soon after.
 	ns, pod, container := podOfCgroup(memcg, c.cfg.Pods)
 	labels[7], labels[8], labels[9] = labelValue(ns), labelValue(pod), labelValue(container)
-	key := strings.Join(labels, "\xff")
 	now := c.now()
 
 	c.mu.Lock()
-	if s, ok := c.series[key]; ok {
-		s.kills++
-		s.last = now
-	} else {
-		if len(c.series) >= c.cfg.MaxSeries {
-			c.dropOldestLocked()
-		}
-		c.series[key] = &oomSeries{labels: labels, kills: 1, born: now, last: now}
-	}
+	c.killCounts.add(labels, now)
 	if len(c.recent) == maxRecentKills {
 		c.recent = append(c.recent[:0], c.recent[1:]...)
 	}
@@ -269,18 +237,6 @@ func victimOf(s jvm.Sample) oom.Victim {
 		RSSJVM: s.RSSJVM, RSSPython: s.RSSPython, RSSOther: s.RSSOther,
 		CgroupPath: s.CgroupPath, CgroupLimit: s.CgroupLimit, CgroupUsage: s.CgroupUsage,
 	}
-}
-
-func (c *oomCollector) dropOldestLocked() {
-	var oldestKey string
-	var oldest time.Time
-	for key, s := range c.series {
-		if oldestKey == "" || s.last.Before(oldest) {
-			oldestKey, oldest = key, s.last
-		}
-	}
-	delete(c.series, oldestKey)
-	c.droppedTotal++
 }
 
 // logKill writes the one line an on-call engineer reads about a kill: who,

@@ -1,0 +1,83 @@
+package collector
+
+import (
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// eventCounters are counters of events that outlive their subject (an OOM
+// kill, a JVM's end), one series per label set. Three rules make them safe
+// to alert on and bounded:
+//   - a new series reads 0 on its first scrape (and for at least
+//     newSeriesHold), so increase() sees its first event;
+//   - a series is dropped retention after its last event;
+//   - at most maxSeries are kept; beyond it the oldest goes and dropped
+//     counts it.
+//
+// It is not safe for concurrent use: its collector holds a lock around it.
+type eventCounters struct {
+	retention     time.Duration
+	maxSeries     int
+	newSeriesHold time.Duration
+
+	series  map[string]*eventSeries
+	dropped float64
+}
+
+type eventSeries struct {
+	labels   []string
+	count    float64
+	born     time.Time // first event
+	last     time.Time // last event
+	shownAt0 bool      // a scrape has seen it at 0
+}
+
+func newEventCounters(retention time.Duration, maxSeries int, newSeriesHold time.Duration) eventCounters {
+	return eventCounters{retention: retention, maxSeries: maxSeries, newSeriesHold: newSeriesHold, series: map[string]*eventSeries{}}
+}
+
+// add counts one event for labels at now.
+func (e *eventCounters) add(labels []string, now time.Time) {
+	key := strings.Join(labels, "\xff")
+	if s, ok := e.series[key]; ok {
+		s.count++
+		s.last = now
+		return
+	}
+	if len(e.series) >= e.maxSeries {
+		e.dropOldest()
+	}
+	e.series[key] = &eventSeries{labels: labels, count: 1, born: now, last: now}
+}
+
+func (e *eventCounters) dropOldest() {
+	var oldestKey string
+	var oldest time.Time
+	for key, s := range e.series {
+		if oldestKey == "" || s.last.Before(oldest) {
+			oldestKey, oldest = key, s.last
+		}
+	}
+	delete(e.series, oldestKey)
+	e.dropped++
+}
+
+// collect sends every retained series of desc, expiring those past their
+// retention, and reports how many were dropped for the bound.
+func (e *eventCounters) collect(ch chan<- prometheus.Metric, desc, droppedDesc *prometheus.Desc, now time.Time) {
+	for key, s := range e.series {
+		if now.Sub(s.last) > e.retention {
+			delete(e.series, key)
+			continue
+		}
+		value := s.count
+		if !s.shownAt0 || now.Sub(s.born) < e.newSeriesHold {
+			value = 0
+		}
+		s.shownAt0 = true
+		ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, value, s.labels...)
+	}
+	ch <- prometheus.MustNewConstMetric(droppedDesc, prometheus.CounterValue, e.dropped)
+}
