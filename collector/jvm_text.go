@@ -6,6 +6,7 @@ import (
 	"compress/flate"
 	"encoding/binary"
 	"hash/crc32"
+	"io"
 	"net/http"
 	"sync"
 
@@ -165,21 +166,20 @@ func writeText(w http.ResponseWriter, req *http.Request, format expfmt.Format, m
 	if gz {
 		h.Set("Content-Encoding", "gzip")
 	}
-	var live, tail bytes.Buffer
-	e := expfmt.NewEncoder(&live, format)
-	for _, f := range mfs {
-		if err := e.Encode(f); err != nil && errorLog != nil {
-			errorLog.Println("error encoding metric family:", err)
-		}
-	}
+	var tail bytes.Buffer
 	if c, ok := expfmt.NewEncoder(&tail, format).(expfmt.Closer); ok {
 		_ = c.Close()
 	}
 	if !gz {
-		_, _ = w.Write(live.Bytes())
-		_, _ = w.Write(tail.Bytes())
+		// Straight to the client: the whole exposition is not buffered.
+		bw := bufio.NewWriterSize(w, 32<<10)
+		encodeFamilies(bw, format, mfs, errorLog)
+		_, _ = bw.Write(tail.Bytes())
+		_ = bw.Flush()
 		return
 	}
+	var live bytes.Buffer
+	encodeFamilies(&live, format, mfs, errorLog)
 	bw := bufio.NewWriterSize(w, 32<<10)
 	// RFC 1952 header: deflate, no flags, no time, unknown OS.
 	_, _ = bw.Write([]byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255})
@@ -204,6 +204,15 @@ func writeText(w http.ResponseWriter, req *http.Request, format expfmt.Format, m
 	size += uint32(tail.Len())
 	_ = binary.Write(bw, binary.LittleEndian, [2]uint32{sum, size})
 	_ = bw.Flush()
+}
+
+func encodeFamilies(w io.Writer, format expfmt.Format, mfs []*dto.MetricFamily, errorLog promhttp.Logger) {
+	e := expfmt.NewEncoder(w, format)
+	for _, f := range mfs {
+		if err := e.Encode(f); err != nil && errorLog != nil {
+			errorLog.Println("error encoding metric family:", err)
+		}
+	}
 }
 
 func acceptsGzip(req *http.Request) bool {
