@@ -141,8 +141,8 @@ func (t *ProcessTable) Process(pid int) (Process, bool) {
 	if p, ok := t.procs[pid]; ok || t.w == nil {
 		return p, ok
 	}
-	if e := t.w.known[pid]; e == nil || e.gen != t.w.gen || t.gone[pid] {
-		return Process{}, false // not listed in this scan
+	if e := t.w.known[pid]; e == nil || t.gone[pid] {
+		return Process{}, false // not listed
 	}
 	p, ok := t.w.read(pid)
 	if !ok {
@@ -162,7 +162,7 @@ func (t *ProcessTable) Seen(pid int) (Process, bool) {
 	if p, ok := t.procs[pid]; ok || t.w == nil {
 		return p, ok
 	}
-	if e := t.w.known[pid]; e != nil && e.gen == t.w.gen && e.ok && !t.gone[pid] {
+	if e := t.w.known[pid]; e != nil && e.ok && !t.gone[pid] {
 		return e.p, true
 	}
 	return Process{}, false

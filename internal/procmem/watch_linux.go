@@ -1,6 +1,7 @@
 package procmem
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -47,7 +48,19 @@ type ProcessWatch struct {
 	dentBuf  []byte
 	// Reads counts stat files read, for tests and benchmarks.
 	Reads uint64
+
+	// Listing only what is new (Scan).
+	seekable  bool         // procPath is procfs, in this process's pid namespace
+	listedTo  int          // the last pid allocated when /proc was last listed; 0 to list all
+	sinceFull int          // scans since every pid was listed
+	pids      []int        // known pids, ascending
+	young     map[int]bool // pids of processes younger than youngFor
 }
+
+// procTGIDOffset is where pids start among the offsets of procfs's root
+// directory (FIRST_PROCESS_ENTRY + 2 in fs/proc/base.c, unchanged since
+// Linux 2.6): lseek to procTGIDOffset+n lists pids from n on.
+const procTGIDOffset = 256 + 2
 
 // watched is what the watch keeps about one pid.
 type watched struct {
@@ -76,7 +89,7 @@ func NewProcessWatch(procPath string) (*ProcessWatch, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing processes: %w", err)
 	}
-	return &ProcessWatch{
+	w := &ProcessWatch{
 		procPath: procPath,
 		dir:      dir,
 		boot:     boot,
@@ -84,53 +97,157 @@ func NewProcessWatch(procPath string) (*ProcessWatch, error) {
 		known:    map[int]*watched{},
 		statBuf:  make([]byte, 1024),
 		dentBuf:  make([]byte, 32<<10),
-	}, nil
+		young:    map[int]bool{},
+	}
+	w.seekable = ownProcfs(dir, procPath) && w.seekWorks()
+	return w, nil
+}
+
+// seekWorks checks once that listing from a pid lists that pid first:
+// this process's.
+func (w *ProcessWatch) seekWorks() bool {
+	self, first := os.Getpid(), 0
+	err := w.listFrom(self, func(pid int, _ uint64) {
+		if first == 0 {
+			first = pid
+		}
+	})
+	return err == nil && first == self
+}
+
+// ownProcfs reports whether dir is a procfs whose pids are this process's:
+// its "self" is this process (/proc/loadavg then names the last pid of the
+// same namespace).
+func ownProcfs(dir *os.File, procPath string) bool {
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(int(dir.Fd()), &st); err != nil || st.Type != unix.PROC_SUPER_MAGIC {
+		return false
+	}
+	self, err := os.Readlink(path.Join(procPath, "self"))
+	return err == nil && self == strconv.Itoa(os.Getpid())
 }
 
 // Scan lists the processes now and returns the table of this scan. It fails
 // only when procPath cannot be listed.
+//
+// Listing /proc costs about a microsecond per process in the kernel. When
+// procPath is this process's own procfs, pids are allocated upwards, and
+// /proc/loadavg names the last one, so a scan lists only the pids above
+// the last one seen (an lseek to that pid, then getdents) and keeps the
+// rest: a process that exited stays known until the full listing every
+// listEvery scans (or sooner, when the pids wrapped around), and costs
+// nothing but a failed read when it is asked for.
 func (w *ProcessWatch) Scan(now time.Time) (*ProcessTable, error) {
 	w.gen++
-	full := now.Sub(w.lastFull) >= refreshEvery
-	if full {
+	refresh := now.Sub(w.lastFull) >= refreshEvery
+	if refresh {
 		w.lastFull = now
 	}
 	t := &ProcessTable{w: w, procs: map[int]Process{}, recheck: map[int]bool{}, gone: map[int]bool{}}
-	err := w.list(func(pid int, ino uint64) {
+	last, lastOK := w.lastPID()
+	partial := w.seekable && lastOK && !refresh && w.listedTo > 0 && last >= w.listedTo && w.sinceFull < listEvery
+	seen := func(pid int, ino uint64) {
 		e := w.known[pid]
 		if e == nil || e.ino != ino {
+			if e == nil && partial {
+				w.pids = append(w.pids, pid)
+			}
 			e = &watched{ino: ino}
 			w.known[pid] = e
 		}
 		e.gen = w.gen
-		t.pids = append(t.pids, pid)
-		if full || !e.ok || now.Sub(e.p.StartTime) < youngFor {
-			t.recheck[pid] = true
-			t.Process(pid)
+		if !partial {
+			w.pids = append(w.pids, pid)
 		}
-	})
+		if refresh || !e.ok || now.Sub(e.p.StartTime) < youngFor {
+			t.recheck[pid] = true
+			if p, ok := t.Process(pid); ok && now.Sub(p.StartTime) < youngFor {
+				w.young[pid] = true
+			}
+		}
+	}
+	var err error
+	if partial {
+		w.sinceFull++
+		err = w.listFrom(w.listedTo+1, seen)
+		for pid := range w.young {
+			if t.recheck[pid] {
+				continue
+			}
+			if p, ok := t.Process(pid); ok && now.Sub(p.StartTime) < youngFor {
+				t.recheck[pid] = true
+			} else {
+				delete(w.young, pid)
+			}
+		}
+	} else {
+		w.sinceFull = 0
+		w.pids = w.pids[:0]
+		clear(w.young)
+		err = w.listFrom(0, seen)
+		for pid, e := range w.known {
+			if e.gen != w.gen {
+				delete(w.known, pid)
+			}
+		}
+	}
 	if err != nil {
+		w.listedTo = 0 // the next scan lists everything
 		return nil, err
 	}
-	for pid, e := range w.known {
-		if e.gen != w.gen {
-			delete(w.known, pid)
-		}
+	if lastOK {
+		w.listedTo = last
 	}
 	// /proc lists pids in ascending order; the sort is for other procfs
 	// implementations and costs nothing on a sorted slice.
-	slices.Sort(t.pids)
+	slices.Sort(w.pids)
+	w.pids = slices.Compact(w.pids)
+	t.pids = w.pids
 	return t, nil
 }
 
-// list calls f for every pid directory under procPath with its inode
-// number, which getdents(2) gives without a stat per directory.
-func (w *ProcessWatch) list(f func(pid int, ino uint64)) error {
+// listEvery is how many scans list only new pids between two listings of
+// every pid (which forget the processes that exited).
+const listEvery = 12
+
+// lastPID returns the last pid allocated, from procPath's loadavg.
+func (w *ProcessWatch) lastPID() (int, bool) {
+	if !w.seekable {
+		return 0, false
+	}
+	data, buf, err := readStatAt(int(w.dir.Fd()), "loadavg", w.statBuf)
+	w.statBuf = buf
+	if err != nil {
+		return 0, false
+	}
+	fields := bytes.Fields(data)
+	if len(fields) < 5 {
+		return 0, false
+	}
+	return parsePID(fields[4])
+}
+
+// listFrom calls f for every pid directory under procPath with its inode
+// number, which getdents(2) gives without a stat per directory: every one
+// when from is 0, else (procfs only) those from pid from on — procfs's
+// directory offset of pid n is procTGIDOffset+n.
+func (w *ProcessWatch) listFrom(from int, f func(pid int, ino uint64)) error {
 	fd, err := unix.Openat(int(w.dir.Fd()), ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("listing processes: %w", err)
 	}
 	defer unix.Close(fd)
+	if from > 0 {
+		if _, err := unix.Seek(fd, int64(procTGIDOffset+from), 0); err != nil {
+			return fmt.Errorf("listing processes from %d: %w", from, err)
+		}
+		inner := f
+		f = func(pid int, ino uint64) {
+			if pid >= from { // procfs lists nothing below; a check costs nothing
+				inner(pid, ino)
+			}
+		}
+	}
 	for {
 		n, err := unix.Getdents(fd, w.dentBuf)
 		if err == unix.EINTR {

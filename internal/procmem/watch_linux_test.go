@@ -215,3 +215,51 @@ func TestForEachDirent(t *testing.T) {
 	binary.NativeEndian.PutUint16(bad[16:], 3)
 	forEachDirent(bad, func([]byte, uint64) { t.Error("record with a reclen below the header") })
 }
+
+// On this machine's procfs a scan lists only the pids above the last one
+// it saw; a process that exited stays known (and reads as gone) until the
+// full listing.
+func TestWatchListsNewPidsLive(t *testing.T) {
+	w, err := NewProcessWatch("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !w.seekable {
+		t.Fatal("/proc is this process's procfs, but the watch cannot list from a pid")
+	}
+	now := time.Now()
+	scan := func() *ProcessTable {
+		t.Helper()
+		now = now.Add(time.Second)
+		table, err := w.Scan(now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return table
+	}
+	scan()
+	child := exec.Command("sleep", "60")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := child.Process.Pid
+	table := scan()
+	if w.sinceFull != 1 {
+		t.Fatalf("second scan: %d scans since the full listing, want 1 (a partial one)", w.sinceFull)
+	}
+	if p, ok := table.Process(pid); !ok || p.Comm != "sleep" || !slices.Contains(table.PIDs(), pid) {
+		t.Fatalf("new child %d: %+v, %v; PIDs has it: %v", pid, p, ok, slices.Contains(table.PIDs(), pid))
+	}
+	_ = child.Process.Kill()
+	_ = child.Wait()
+	table = scan()
+	if _, ok := table.Process(pid); ok {
+		t.Errorf("exited child %d still read", pid)
+	}
+	for w.sinceFull != 0 {
+		table = scan()
+	}
+	if _, known := w.known[pid]; known || slices.Contains(table.PIDs(), pid) {
+		t.Errorf("exited child %d still known after the full listing", pid)
+	}
+}
