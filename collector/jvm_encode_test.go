@@ -100,7 +100,7 @@ func TestAppendTextRefuses(t *testing.T) {
 
 func FuzzAppendText(f *testing.F) {
 	f.Add("value", "help", 1.5, false)
-	f.Add("a\\b\"c\nd", "h\\\n\"", -0.0, true)
+	f.Add("a\\b\"c\nd", "h\\\n\"", math.Copysign(0, -1), true)
 	f.Add("", "", math.Inf(-1), true)
 	f.Add("\xff", "x", 1e300, false)
 	f.Fuzz(func(t *testing.T, value, help string, v float64, om bool) {
