@@ -5,7 +5,7 @@
 // roots it is given; it never writes to them and never runs anything.
 //
 //	w, err := procmem.NewProcessWatch(procPath) // once, kept from scan to scan
-//	table, err := w.Scan(time.Now())             // one listing of /proc per scan
+//	table, err := w.Scan(time.Now())             // what changed in /proc since the last scan
 //	p, ok := table.Process(pid)                  // PID, PPID, Comm, RSS (bytes), StartTime
 //	rss := table.TreeRSS(pid)                    // {JVM, Python, Other} bytes over pid + descendants
 //	cg, err := procmem.ReadCgroupMemory(procPath, sysfsPath, pid)
@@ -19,9 +19,13 @@
 // shims, agents, sidecars), and reading every process's stat costs about
 // 10 µs of CPU each. A ProcessWatch therefore reads per scan:
 //
-//   - /proc listed once with getdents(2), which gives each pid with the
-//     inode number of its directory; procfs gives a new process a new
-//     inode, so a reused pid is a new entry;
+//   - /proc listed with getdents(2), which gives each pid with the inode
+//     number of its directory (procfs gives a new process a new inode, so
+//     a reused pid is a new entry): on this process's own procfs only the
+//     pids above the last one seen (an lseek to it first; /proc/loadavg
+//     names the last pid made), every pid once in 12 scans or when pids
+//     wrapped, which is when processes that exited are forgotten (until
+//     then Process says they are gone);
 //   - the stat of new processes, of processes started less than 30 s ago
 //     (a launcher exec'ing java, a container runtime's pivot_root just
 //     after fork), and of every process every 5 minutes;
