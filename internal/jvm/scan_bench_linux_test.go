@@ -1,8 +1,6 @@
 package jvm
 
 import (
-	"fmt"
-	"os/exec"
 	"strconv"
 	"syscall"
 	"testing"
@@ -47,7 +45,7 @@ func BenchmarkRefresh(b *testing.B) {
 	}
 	b.Run("20-jvms", run)
 	b.Run("20-jvms-plus-500-processes", func(b *testing.B) {
-		startSleepers(b, 500)
+		testenv.StartSleepers(b, 500)
 		// A process is read on every scan while young (procmem's
 		// youngFor); a node's are not.
 		time.Sleep(31 * time.Second)
@@ -93,26 +91,4 @@ func BenchmarkDiscovery(b *testing.B) {
 		}
 		reportCPU()
 	})
-}
-
-// startSleepers starts n sleeping processes that are not this process's
-// children, until the benchmark ends.
-func startSleepers(b *testing.B, n int) {
-	b.Helper()
-	cmd := exec.Command("sh", "-c", fmt.Sprintf("(for i in $(seq %d); do sleep 900 & done; wait) >/dev/null & echo ready", n))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
-	if _, err := out.Read(make([]byte, 6)); err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Wait(); err != nil {
-		b.Fatal(err)
-	}
 }

@@ -3,7 +3,6 @@ package procmem
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"syscall"
@@ -38,7 +37,7 @@ func BenchmarkNewProcessTableRealProc(b *testing.B) {
 	}
 	b.Run("as-is", run)
 	b.Run("plus-500-sleepers", func(b *testing.B) {
-		startSleepers(b, 500)
+		testenv.StartSleepers(b, 500)
 		run(b)
 	})
 }
@@ -93,7 +92,7 @@ func BenchmarkScan(b *testing.B) {
 	}
 	b.Run("as-is", run)
 	b.Run("plus-500-sleepers", func(b *testing.B) {
-		startSleepers(b, 500)
+		testenv.StartSleepers(b, 500)
 		run(b)
 	})
 }
@@ -133,30 +132,6 @@ func BenchmarkParseStat(b *testing.B) {
 		}
 		reportCPU()
 	})
-}
-
-// startSleepers starts n sleeping processes, as on a busy node, until the
-// benchmark ends. They are a shell's children, not this process's: the
-// benchmarks measure this process's tree.
-func startSleepers(b *testing.B, n int) {
-	b.Helper()
-	// The subshell outlives the shell and goes to init with its sleepers.
-	cmd := exec.Command("sh", "-c", fmt.Sprintf("(for i in $(seq %d); do sleep 600 & done; wait) >/dev/null & echo ready", n))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
-	if _, err := out.Read(make([]byte, 6)); err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Wait(); err != nil {
-		b.Fatal(err)
-	}
 }
 
 // BenchmarkNewProcessTableFixture scans a fake /proc of n processes: the
