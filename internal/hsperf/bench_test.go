@@ -56,3 +56,21 @@ func BenchmarkLookup(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkParseStatsPrev is what a scan does per JVM read before: ParseStats
+// with the previous read's Stats.
+func BenchmarkParseStatsPrev(b *testing.B) {
+	file := benchFile(b)
+	prev, _, err := ParseStats(file, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		st, _, err := ParseStats(file, &prev)
+		if err != nil {
+			b.Fatal(err)
+		}
+		prev = st
+	}
+}

@@ -15,6 +15,8 @@ const (
 // entries: a pass with a switch is cheaper than a map lookup per name.
 type counters struct {
 	frequency      int64
+	ticks          int64 // sun.os.hrt.ticks, the first one
+	ticksSeen      bool
 	safepointTicks int64
 	vmBeginMillis  int64
 	vmEndMillis    int64
@@ -49,42 +51,55 @@ type collector struct {
 
 func (c *counters) collect(entries []Entry) {
 	for i := range entries {
-		e := &entries[i]
-		switch name := e.Name; {
-		case strings.HasPrefix(name, "sun.gc."):
-			c.collectGC(name[len("sun.gc."):], e)
-		case name == "sun.os.hrt.frequency":
-			c.frequency = e.Long
-		case name == "sun.rt.safepointTime":
-			c.safepointTicks = e.Long
-		case name == "sun.rt.createVmBeginTime":
-			c.vmBeginMillis = e.Long
-		case name == "sun.rt.createVmEndTime":
-			c.vmEndMillis = e.Long
-		case name == "java.threads.live":
-			c.threadsLive = e.Long
-		case name == "java.threads.daemon":
-			c.threadsDaemon = e.Long
-		case name == "java.cls.loadedClasses":
-			c.classesLoaded = e.Long
-		case name == "java.cls.sharedLoadedClasses":
-			c.sharedClassesLoaded = e.Long
-		case name == "java.cls.unloadedClasses":
-			c.classesUnloaded = e.Long
-		case name == "java.cls.sharedUnloadedClasses":
-			c.sharedClassesUnloaded = e.Long
-		case name == "java.property.java.vm.version":
-			c.vmVersion = e.String
-		case name == "java.vm.version":
-			c.fallbackVMVersion = e.String
-		case name == "sun.rt.javaCommand":
-			c.javaCommand = e.String
-		case name == "java.rt.vmArgs":
-			c.vmArgs = e.String
-		case name == "java.rt.vmFlags":
-			c.vmFlags = e.String
-		}
+		c.add(&entries[i])
 	}
+	c.finish()
+}
+
+// add records one entry. It keeps e's strings, not e.
+func (c *counters) add(e *Entry) {
+	switch name := e.Name; {
+	case strings.HasPrefix(name, "sun.gc."):
+		c.collectGC(name[len("sun.gc."):], e)
+	case name == "sun.os.hrt.frequency":
+		c.frequency = e.Long
+	case name == "sun.os.hrt.ticks":
+		if e.Type == TypeLong && !c.ticksSeen {
+			c.ticks, c.ticksSeen = e.Long, true
+		}
+	case name == "sun.rt.safepointTime":
+		c.safepointTicks = e.Long
+	case name == "sun.rt.createVmBeginTime":
+		c.vmBeginMillis = e.Long
+	case name == "sun.rt.createVmEndTime":
+		c.vmEndMillis = e.Long
+	case name == "java.threads.live":
+		c.threadsLive = e.Long
+	case name == "java.threads.daemon":
+		c.threadsDaemon = e.Long
+	case name == "java.cls.loadedClasses":
+		c.classesLoaded = e.Long
+	case name == "java.cls.sharedLoadedClasses":
+		c.sharedClassesLoaded = e.Long
+	case name == "java.cls.unloadedClasses":
+		c.classesUnloaded = e.Long
+	case name == "java.cls.sharedUnloadedClasses":
+		c.sharedClassesUnloaded = e.Long
+	case name == "java.property.java.vm.version":
+		c.vmVersion = e.String
+	case name == "java.vm.version":
+		c.fallbackVMVersion = e.String
+	case name == "sun.rt.javaCommand":
+		c.javaCommand = e.String
+	case name == "java.rt.vmArgs":
+		c.vmArgs = e.String
+	case name == "java.rt.vmFlags":
+		c.vmFlags = e.String
+	}
+}
+
+// finish applies the fallbacks once every entry is added.
+func (c *counters) finish() {
 	if c.vmVersion == "" {
 		c.vmVersion = c.fallbackVMVersion
 	}

@@ -2,6 +2,7 @@ package hsperf
 
 import (
 	"encoding/binary"
+	"reflect"
 	"testing"
 )
 
@@ -27,6 +28,7 @@ func FuzzParse(f *testing.F) {
 	}
 
 	f.Fuzz(func(t *testing.T, b []byte) {
+		checkParseStats(t, b)
 		s, err := Parse(b)
 		if err != nil {
 			if s != nil {
@@ -65,6 +67,46 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("heap pools sum to %d/%d, totals %d/%d", used, committed, st.HeapUsed, st.HeapCommitted)
 		}
 	})
+}
+
+// checkParseStats checks that ParseStats says what Parse and Stats say, and
+// keeps nothing of the buffer it read: its result survives the buffer being
+// overwritten, read again with itself as prev.
+func checkParseStats(t *testing.T, b []byte) {
+	t.Helper()
+	want, wantErr := Parse(b)
+	var wantStats Stats
+	var wantTicks int64
+	if wantErr == nil {
+		wantStats, wantErr = want.Stats()
+		for _, e := range want.Entries {
+			if e.Name == "sun.os.hrt.ticks" && e.Type == TypeLong {
+				wantTicks = e.Long
+				break
+			}
+		}
+	}
+	buf := append([]byte(nil), b...)
+	got, ticks, err := ParseStats(buf, nil)
+	if (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error() {
+		t.Fatalf("ParseStats error %v, Parse and Stats %v", err, wantErr)
+	}
+	if err != nil {
+		return
+	}
+	again, _, err := ParseStats(buf, &got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range buf {
+		buf[i] = 0xa5
+	}
+	if !reflect.DeepEqual(got, wantStats) || ticks != wantTicks {
+		t.Fatalf("ParseStats = %+v, ticks %d\nParse, Stats = %+v, ticks %d", got, ticks, wantStats, wantTicks)
+	}
+	if !reflect.DeepEqual(again, wantStats) {
+		t.Fatalf("ParseStats with prev = %+v\nwant %+v", again, wantStats)
+	}
 }
 
 // brokenFiles are small files, each wrong in one place: the prologue alone,

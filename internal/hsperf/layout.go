@@ -146,7 +146,7 @@ func (l layout) unpad(v uint64) uint64 {
 func maxMetaspaceSize(vmArgs, vmFlags string) uint64 {
 	var size uint64
 	for _, args := range []string{vmFlags, vmArgs} {
-		for _, f := range strings.Fields(args) {
+		for f := range strings.FieldsSeq(args) {
 			if v, ok := strings.CutPrefix(f, "-XX:MaxMetaspaceSize="); ok {
 				if n, ok := parseJVMSize(v); ok {
 					size = n

@@ -114,74 +114,19 @@ type Snapshot struct {
 // Parse decodes an hsperfdata file. It copies what it keeps: b may be reused
 // once Parse returns.
 func Parse(b []byte) (*Snapshot, error) {
-	// A starting JVM creates the file, sizes it, maps it and only then
-	// writes the prologue: a read in between finds it empty or zeros.
-	if len(b) == 0 {
-		return nil, fmt.Errorf("%w: empty file", ErrNotAccessible)
-	}
-	if len(b) < prologueSize {
-		return nil, fmt.Errorf("%w: %d bytes, prologue needs %d", ErrTruncated, len(b), prologueSize)
-	}
-	if allZero(b[:prologueSize]) {
-		return nil, fmt.Errorf("%w: prologue not written yet (zeros)", ErrNotAccessible)
-	}
-	if m := binary.BigEndian.Uint32(b[0:4]); m != magic {
-		return nil, fmt.Errorf("%w: %#08x", ErrBadMagic, m)
-	}
-	var order binary.ByteOrder
-	switch b[4] {
-	case byteOrderBig:
-		order = binary.BigEndian
-	case byteOrderLittle:
-		order = binary.LittleEndian
-	default:
-		return nil, fmt.Errorf("%w: byte order %d", ErrMalformed, b[4])
-	}
-	s := &Snapshot{
-		MajorVersion: b[5],
-		MinorVersion: b[6],
-		Accessible:   b[7] != 0,
-		Used:         order.Uint32(b[8:12]),
-		Overflow:     order.Uint32(b[12:16]),
-		ModTimeStamp: int64(order.Uint64(b[16:24])),
-	}
-	if s.MajorVersion != supportedMajor || s.MinorVersion != supportedMinor {
-		return nil, fmt.Errorf("%w: %d.%d, want %d.%d", ErrUnsupportedVersion,
-			s.MajorVersion, s.MinorVersion, supportedMajor, supportedMinor)
-	}
-	if !s.Accessible {
-		return nil, ErrNotAccessible
-	}
-	// The JVM maps a fixed-size file (PerfDataMemorySize, 32 KiB by default)
-	// and fills it from the start; "used" says how far. A shorter buffer
-	// lost counters on the way.
-	if uint64(s.Used) > uint64(len(b)) {
-		return nil, fmt.Errorf("%w: %d bytes, prologue says %d are used", ErrTruncated, len(b), s.Used)
-	}
-	if s.Used < prologueSize {
-		return nil, fmt.Errorf("%w: used %d is inside the prologue", ErrMalformed, s.Used)
+	s := &Snapshot{}
+	order, off, num, err := prologue(b, s)
+	if err != nil {
+		return nil, err
 	}
 	end := int(s.Used) // entries never lie past used
-	entryOffset := order.Uint32(b[24:28])
-	numEntries := order.Uint32(b[28:32])
-	if entryOffset < prologueSize || uint64(entryOffset) > uint64(end) {
-		return nil, fmt.Errorf("%w: entry_offset %d outside [%d, %d]", ErrMalformed, entryOffset, prologueSize, end)
-	}
-	if fit := uint32((end - int(entryOffset)) / minEntrySize); numEntries > fit {
-		return nil, fmt.Errorf("%w: %d entries cannot fit in %d bytes", ErrMalformed, numEntries, end-int(entryOffset))
-	}
-	if numEntries > maxEntries {
-		return nil, fmt.Errorf("%w: %d entries, at most %d expected", ErrMalformed, numEntries, maxEntries)
-	}
-
 	// One copy of the used bytes as a string: every name and string value
 	// is a substring of it, so entries cost no allocation of their own.
 	text := string(b[:end])
-	s.Entries = make([]Entry, numEntries)
-	off := int(entryOffset)
+	s.Entries = make([]Entry, num)
 	for i := range s.Entries {
 		if inProgress(b[:end], off, order) {
-			s.Entries, s.Pending = s.Entries[:i], int(numEntries)-i
+			s.Entries, s.Pending = s.Entries[:i], int(num)-i
 			break
 		}
 		n, err := parseEntry(b[:end], text, off, order, &s.Entries[i])
@@ -191,6 +136,67 @@ func Parse(b []byte) (*Snapshot, error) {
 		off += n
 	}
 	return s, nil
+}
+
+// prologue checks b's prologue and fills in s's header fields. It returns
+// the byte order, the offset of the first entry and how many there are.
+func prologue(b []byte, s *Snapshot) (binary.ByteOrder, int, uint32, error) {
+	// A starting JVM creates the file, sizes it, maps it and only then
+	// writes the prologue: a read in between finds it empty or zeros.
+	if len(b) == 0 {
+		return nil, 0, 0, fmt.Errorf("%w: empty file", ErrNotAccessible)
+	}
+	if len(b) < prologueSize {
+		return nil, 0, 0, fmt.Errorf("%w: %d bytes, prologue needs %d", ErrTruncated, len(b), prologueSize)
+	}
+	if allZero(b[:prologueSize]) {
+		return nil, 0, 0, fmt.Errorf("%w: prologue not written yet (zeros)", ErrNotAccessible)
+	}
+	if m := binary.BigEndian.Uint32(b[0:4]); m != magic {
+		return nil, 0, 0, fmt.Errorf("%w: %#08x", ErrBadMagic, m)
+	}
+	var order binary.ByteOrder
+	switch b[4] {
+	case byteOrderBig:
+		order = binary.BigEndian
+	case byteOrderLittle:
+		order = binary.LittleEndian
+	default:
+		return nil, 0, 0, fmt.Errorf("%w: byte order %d", ErrMalformed, b[4])
+	}
+	s.MajorVersion, s.MinorVersion, s.Accessible = b[5], b[6], b[7] != 0
+	s.Used = order.Uint32(b[8:12])
+	s.Overflow = order.Uint32(b[12:16])
+	s.ModTimeStamp = int64(order.Uint64(b[16:24]))
+	if s.MajorVersion != supportedMajor || s.MinorVersion != supportedMinor {
+		return nil, 0, 0, fmt.Errorf("%w: %d.%d, want %d.%d", ErrUnsupportedVersion,
+			s.MajorVersion, s.MinorVersion, supportedMajor, supportedMinor)
+	}
+	if !s.Accessible {
+		return nil, 0, 0, ErrNotAccessible
+	}
+	// The JVM maps a fixed-size file (PerfDataMemorySize, 32 KiB by default)
+	// and fills it from the start; "used" says how far. A shorter buffer
+	// lost counters on the way.
+	if uint64(s.Used) > uint64(len(b)) {
+		return nil, 0, 0, fmt.Errorf("%w: %d bytes, prologue says %d are used", ErrTruncated, len(b), s.Used)
+	}
+	if s.Used < prologueSize {
+		return nil, 0, 0, fmt.Errorf("%w: used %d is inside the prologue", ErrMalformed, s.Used)
+	}
+	end := int(s.Used)
+	entryOffset := order.Uint32(b[24:28])
+	numEntries := order.Uint32(b[28:32])
+	if entryOffset < prologueSize || uint64(entryOffset) > uint64(end) {
+		return nil, 0, 0, fmt.Errorf("%w: entry_offset %d outside [%d, %d]", ErrMalformed, entryOffset, prologueSize, end)
+	}
+	if fit := uint32((end - int(entryOffset)) / minEntrySize); numEntries > fit {
+		return nil, 0, 0, fmt.Errorf("%w: %d entries cannot fit in %d bytes", ErrMalformed, numEntries, end-int(entryOffset))
+	}
+	if numEntries > maxEntries {
+		return nil, 0, 0, fmt.Errorf("%w: %d entries, at most %d expected", ErrMalformed, numEntries, maxEntries)
+	}
+	return order, int(entryOffset), numEntries, nil
 }
 
 func allZero(b []byte) bool {

@@ -57,6 +57,17 @@ const (
 func (s *Snapshot) Stats() (Stats, error) {
 	var c counters
 	c.collect(s.Entries)
+	st, err := c.stats()
+	if err != nil {
+		return Stats{}, err
+	}
+	detachStrings(&st, nil)
+	return st, nil
+}
+
+// stats interprets the collected counters. Its strings are c's: see
+// detachStrings.
+func (c *counters) stats() (Stats, error) {
 	if c.frequency <= 0 {
 		return Stats{}, c.missing("sun.os.hrt.frequency")
 	}
@@ -74,9 +85,27 @@ func (s *Snapshot) Stats() (Stats, error) {
 	if c.vmBeginMillis > 0 {
 		st.StartTime = time.UnixMilli(c.vmBeginMillis)
 	}
-	layout := detectLayout(&c)
+	layout := detectLayout(c)
 	st.GCName = layout.gcName
 
+	// Sized once: appending from empty would allocate again and again.
+	pools, gcs := 2, 0 // Metaspace, Compressed Class Space
+	for g := range c.generations {
+		for sp := range c.generations[g].spaces {
+			if c.generations[g].spaces[sp].seen {
+				pools++
+			}
+		}
+	}
+	for i := range c.collectors {
+		if c.collectors[i].seen {
+			gcs++
+		}
+	}
+	st.Pools = make([]Pool, 0, pools)
+	if gcs > 0 {
+		st.GCs = make([]GC, 0, gcs)
+	}
 	for i := range c.collectors {
 		col := &c.collectors[i]
 		if !col.seen {
@@ -89,35 +118,72 @@ func (s *Snapshot) Stats() (Stats, error) {
 		})
 	}
 
-	if !heapPools(&c, layout, &st) {
+	if !heapPools(c, layout, &st) {
 		return Stats{}, c.missing("sun.gc.generation.N.space.M")
 	}
-	nonHeapPools(&c, &st)
-	detachStrings(&st)
+	nonHeapPools(c, &st)
 	return st, nil
 }
 
-// detachStrings copies the strings that Stats took from the file into one
-// new allocation: they are substrings of the snapshot's copy of the whole
-// file, which would otherwise stay in memory as long as a Stats is kept.
-func detachStrings(st *Stats) {
-	fields := []*string{&st.VMVersion, &st.JavaCommand, &st.VMArgs, &st.VMFlags, &st.GCName}
+// detachStrings gives st strings of its own for those it took from the
+// file, the only ones that can be: pool names are constants or built by
+// concatenation. They are substrings of the snapshot's copy of the whole
+// file, which would otherwise stay in memory as long as a Stats is kept,
+// or, from ParseStats, views of a buffer about to be overwritten. A string
+// equal to prev's is prev's — these counters do not change while a JVM
+// runs, so a JVM read again allocates nothing here — the others are copied
+// into one new allocation.
+func detachStrings(st *Stats, prev *Stats) {
+	if prev == nil {
+		prev = &Stats{}
+	}
+	// Fixed arrays, not appended slices nor a struct of both, so that the
+	// compiler sees st stay on the stack. st.GCs has one per collector at
+	// most.
+	var (
+		fields [5 + maxCollectors]*string
+		olds   [len(fields)]string
+	)
+	fields[0], olds[0] = &st.VMVersion, prev.VMVersion
+	fields[1], olds[1] = &st.JavaCommand, prev.JavaCommand
+	fields[2], olds[2] = &st.VMArgs, prev.VMArgs
+	fields[3], olds[3] = &st.VMFlags, prev.VMFlags
+	fields[4], olds[4] = &st.GCName, prev.GCName
+	k := 5
 	for i := range st.GCs {
-		fields = append(fields, &st.GCs[i].Name)
+		fields[k] = &st.GCs[i].Name
+		if i < len(prev.GCs) {
+			olds[k] = prev.GCs[i].Name
+		}
+		k++
 	}
 	n := 0
-	for _, f := range fields {
-		n += len(*f)
+	for i, f := range fields[:k] {
+		switch {
+		case *f == "":
+			*f = "" // not a view of the file, even an empty one
+		case *f == olds[i]:
+			*f = olds[i]
+		default:
+			n += len(*f)
+		}
+	}
+	if n == 0 {
+		return
 	}
 	var b strings.Builder
 	b.Grow(n)
-	for _, f := range fields {
-		b.WriteString(*f)
+	for i, f := range fields[:k] {
+		if *f != olds[i] {
+			b.WriteString(*f)
+		}
 	}
 	all := b.String()
-	for _, f := range fields {
-		l := len(*f)
-		*f, all = all[:l], all[l:]
+	for i, f := range fields[:k] {
+		if *f != olds[i] {
+			l := len(*f)
+			*f, all = all[:l], all[l:]
+		}
 	}
 }
 

@@ -37,19 +37,16 @@ func (t *Tracker) readJVM(c Candidate, table *procmem.ProcessTable, cgroups map[
 			return JVM{}, classify(err), err
 		}
 	}
-	t.buf = data // reused by the next read; Stats copies what it keeps
-	snap, err := hsperf.Parse(data)
-	if err != nil {
-		return JVM{}, parseFailure(err, proc.StartTime, now), err
-	}
-	stats, err := snap.Stats()
-	if err != nil {
-		return JVM{}, parseFailure(err, proc.StartTime, now), err
-	}
-	ticks := hrtTicks(snap)
+	t.buf = data // reused by the next read; ParseStats copies what it keeps
 	prev, had := t.ticks[c.PID]
 	had = had && prev.start.Equal(proc.StartTime)
-	mark := tickMark{start: proc.StartTime, ticks: ticks, at: now}
+	// The last read's strings (command line, flags, collector names) are
+	// reused when unchanged; Stats are never modified once read.
+	stats, ticks, err := hsperf.ParseStats(data, &prev.stats)
+	if err != nil {
+		return JVM{}, parseFailure(err, proc.StartTime, now), err
+	}
+	mark := tickMark{start: proc.StartTime, ticks: ticks, at: now, stats: stats}
 	if had && ticks == prev.ticks {
 		mark.at = prev.at // since when it stands still
 	}
@@ -118,7 +115,8 @@ func gcSeconds(s hsperf.Stats) float64 {
 type tickMark struct {
 	start time.Time // process start, so a reused pid starts afresh
 	ticks int64
-	at    time.Time // when ticks took this value
+	at    time.Time    // when ticks took this value
+	stats hsperf.Stats // the last read's, whose strings the next read reuses
 }
 
 // frozenAfter is how long a timer may stand still before its file is taken
@@ -143,17 +141,6 @@ func isStale(created, procStart time.Time, prev tickMark, had bool, ticks int64,
 	}
 	moving := had && ticks > prev.ticks
 	return !moving && (created.IsZero() || created.Before(procStart.Add(-startSlack)))
-}
-
-// hrtTicks returns sun.os.hrt.ticks, or 0 when the file has none. A linear
-// look avoids building the snapshot's name index for one counter.
-func hrtTicks(snap *hsperf.Snapshot) int64 {
-	for _, e := range snap.Entries {
-		if e.Name == "sun.os.hrt.ticks" && e.Type == hsperf.TypeLong {
-			return e.Long
-		}
-	}
-	return 0
 }
 
 // cgroupMemory reads the memory cgroup of pid once per scan and cgroup:
