@@ -16,6 +16,7 @@
 //	v, ok := s.Long("sun.os.hrt.frequency")
 //	e, ok := s.Lookup("sun.gc.collector.0.time") // e.Unit == hsperf.UnitTicks
 //	st, err := s.Stats()                          // pools, collectors, threads, classes
+//	st, ticks, err := hsperf.ParseStats(b, &last) // the same without a Snapshot
 //
 // # Errors, and a JVM that is starting
 //
@@ -97,6 +98,11 @@
 // of entries. Lookup, Long and Text build a name index on first use (safe
 // for concurrent use); Stats does not need it: it makes one pass over the
 // entries.
+//
+// ParseStats, for a file read on every scan, does both in one pass over b
+// itself: names are matched where they lie and only the strings Stats keeps
+// are copied — or, unchanged since the JVM's last Stats, shared with it —
+// so a read costs the two slices of pools and collectors.
 //
 // # What JDK 17 writes, per collector
 //
