@@ -159,10 +159,10 @@ func detachStrings(st *Stats, prev *Stats) {
 	}
 	n := 0
 	for i, f := range fields[:k] {
-		switch {
-		case *f == "":
+		switch *f {
+		case "":
 			*f = "" // not a view of the file, even an empty one
-		case *f == olds[i]:
+		case olds[i]:
 			*f = olds[i]
 		default:
 			n += len(*f)
