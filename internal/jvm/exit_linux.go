@@ -33,6 +33,11 @@ type Exit struct {
 // SIGKILL), and still holds the counters as the JVM last wrote them. It
 // costs one file descriptor per JVM, and keeps a dead JVM's file (32 KiB)
 // and its mount referenced until the next scan.
+// unlinkedGrace is how long a JVM may still run after its hsperfdata file
+// is unlinked for the unlink to count as its own orderly exit: HotSpot
+// deletes the file late in its shutdown, after the shutdown hooks.
+const unlinkedGrace = 2 * time.Second
+
 type life struct {
 	start     time.Time
 	last      Sample
@@ -40,7 +45,12 @@ type life struct {
 	counters  string // CountersHsperf, or why there are none
 	fd        int    // the hsperfdata file held open; -1 without one
 	fileNote  string // why the file cannot tell the end, when it cannot
-	marks     [2]gcMark
+	// unlinkedSince is when a scan first found the JVM alive and its file
+	// already unlinked. An orderly exit unlinks the file moments before
+	// the process goes, so a scan may land in between; a JVM that runs on
+	// for unlinkedGrace after it had its file deleted by something else.
+	unlinkedSince time.Time
+	marks         [2]gcMark
 	// root (the JVM's view of /tmp) and euid say which JVMs share its
 	// hsperfdata directory: one of them starting deletes its file once it
 	// is gone.
@@ -112,13 +122,25 @@ func (t *Tracker) observe(c *Candidate, p procmem.Process, euid uint32, j *JVM, 
 	if c != nil {
 		l.marks[1], l.marks[0] = l.marks[0], mark
 	}
-	if l.fd >= 0 && l.fileNote == "" {
-		var st unix.Stat_t
-		if err := unix.Fstat(l.fd, &st); err == nil && st.Nlink == 0 {
-			// A /tmp cleaner, or a hand: its absence at the end proves
-			// nothing.
-			l.fileNote = "the hsperfdata file was deleted while the JVM ran"
-		}
+	l.checkUnlinked(now)
+}
+
+// checkUnlinked notes, on a scan that finds the JVM alive, whether its file
+// has been unlinked for longer than an orderly exit takes: then a /tmp
+// cleaner or a hand deleted it, and its absence at the end proves nothing.
+func (l *life) checkUnlinked(now time.Time) {
+	if l.fd < 0 || l.fileNote != "" {
+		return
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(l.fd, &st); err != nil || st.Nlink > 0 {
+		return
+	}
+	if l.unlinkedSince.IsZero() {
+		l.unlinkedSince = now
+	}
+	if now.Sub(l.unlinkedSince) >= unlinkedGrace {
+		l.fileNote = "the hsperfdata file was deleted while the JVM ran"
 	}
 }
 
@@ -132,6 +154,8 @@ func (t *Tracker) findExits(table *procmem.ProcessTable, now time.Time) []Exit {
 			continue
 		}
 		if p, ok := table.Process(pid); ok && p.StartTime.Equal(l.start) && (p.RSS > 0 || !t.dead(pid)) {
+			// Alive but not read this scan: its file may be what went.
+			l.checkUnlinked(now)
 			continue
 		}
 		d := t.death(pid, l, now)

@@ -278,3 +278,31 @@ func TestTrackerExitFileDeletedByAnotherJVM(t *testing.T) {
 		t.Errorf("reason %q: %s", v.Reason, v.Evidence)
 	}
 }
+
+// A file deleted by something else while the JVM runs on (a /tmp cleaner)
+// says nothing of the JVM's end; the JVM's own unlink at an orderly exit,
+// which a scan may catch just before the process goes, still does.
+func TestTrackerFileDeletedWhileRunning(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real JVMs")
+	}
+	r := newExitRecorder(t)
+	j := testjvm.Start(t, testjvm.InContainer(t, testjvm.Options{JVMArgs: []string{"-Xmx64m"},
+		Args: append([]string{"--heap-mb", "8", "--exit-after-s", "300"}, executorArgs...)}))
+	r.waitSeen(t, j.PID, 1)
+	file := fmt.Sprintf("/proc/%d/root/tmp/hsperfdata_root/%d", j.PID, j.NSPID)
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
+	// Without its file the JVM is no longer read, but it is still alive.
+	time.Sleep(unlinkedGrace + time.Second)
+	if _, ok := r.tr.LastSample(j.PID); !ok {
+		t.Fatal("the JVM's last sample is gone while it runs")
+	}
+	_ = syscall.Kill(j.PID, syscall.SIGTERM)
+	exitCode(t, j)
+	e := r.waitExit(t, j.PID)
+	if e.Death.File != exits.FileUnknown || !strings.Contains(e.Death.FileNote, "deleted while the JVM ran") {
+		t.Errorf("file %v (%s), want unknown: deleted while the JVM ran", e.Death.File, e.Death.FileNote)
+	}
+}
