@@ -1,11 +1,38 @@
 package collector
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
+	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/client_golang/prometheus"
 )
+
+// eventCounterFlags are the three settings of a collector's eventCounters,
+// as --<prefix>.retention, --<prefix>.max-series and
+// --<prefix>.new-series-hold.
+type eventCounterFlags struct {
+	retention     *time.Duration
+	maxSeries     *int
+	newSeriesHold *time.Duration
+}
+
+// addEventCounterFlags declares the flags; counter names what is counted
+// ("kill counter") and event the event ("kill").
+func addEventCounterFlags(prefix, counter, event string) eventCounterFlags {
+	return eventCounterFlags{
+		retention: kingpin.Flag(prefix+".retention",
+			fmt.Sprintf("How long a %s is exported after its last %s.", counter, event)).
+			Default("1h").Duration(),
+		maxSeries: kingpin.Flag(prefix+".max-series",
+			fmt.Sprintf("Most %ss kept at once; the oldest is dropped beyond it (a cardinality guard).", counter)).
+			Default("500").Int(),
+		newSeriesHold: kingpin.Flag(prefix+".new-series-hold",
+			fmt.Sprintf("How long a new %s reads 0 at least, besides one scrape; set it to the scrape interval when several Prometheus servers scrape the exporter.", counter)).
+			Default("0s").Duration(),
+	}
+}
 
 // eventCounters are counters of events that outlive their subject (an OOM
 // kill, a JVM's end), one series per label set. Three rules make them safe

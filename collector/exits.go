@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/alecthomas/kingpin/v2"
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,17 +17,7 @@ import (
 	"github.com/executor-exporter/executor_exporter/internal/statuspage"
 )
 
-var (
-	exitsRetention = kingpin.Flag("exits.retention",
-		"How long an ended JVM's exit counter is exported after its end.").
-		Default("1h").Duration()
-	exitsMaxSeries = kingpin.Flag("exits.max-series",
-		"Most exit counters kept at once; the oldest is dropped beyond it (a cardinality guard).").
-		Default("500").Int()
-	exitsNewSeriesHold = kingpin.Flag("exits.new-series-hold",
-		"How long a new exit counter reads 0 at least, besides one scrape; set it to the scrape interval when several Prometheus servers scrape the exporter.").
-		Default("0s").Duration()
-)
+var exitsCounterFlags = addEventCounterFlags("exits", "exit counter", "exit")
 
 func init() {
 	registerCollector("exits", true, func(logger log.Logger, deps *Dependencies) (Collector, error) {
@@ -37,9 +26,9 @@ func init() {
 			return nil, err
 		}
 		return newExitsCollector(ExitsConfig{
-			Retention:     *exitsRetention,
-			MaxSeries:     *exitsMaxSeries,
-			NewSeriesHold: *exitsNewSeriesHold,
+			Retention:     *exitsCounterFlags.retention,
+			MaxSeries:     *exitsCounterFlags.maxSeries,
+			NewSeriesHold: *exitsCounterFlags.newSeriesHold,
 			Pods:          deps.pods,
 		}, t, deps.witness(), logger)
 	})

@@ -20,15 +20,7 @@ var (
 	oomKmsgPath = kingpin.Flag("oom.kmsg-path",
 		"The kernel log to follow for OOM kills: /dev/kmsg, or a file or FIFO of kmsg records, one per line.").
 		Default("/dev/kmsg").String()
-	oomRetention = kingpin.Flag("oom.retention",
-		"How long a victim's kill counter is exported after its last kill.").
-		Default("1h").Duration()
-	oomMaxSeries = kingpin.Flag("oom.max-series",
-		"Most kill counters kept at once; the oldest is dropped beyond it (a cardinality guard).").
-		Default("500").Int()
-	oomNewSeriesHold = kingpin.Flag("oom.new-series-hold",
-		"How long a new victim's counter reads 0 at least, besides one scrape; set it to the scrape interval when several Prometheus servers scrape the exporter.").
-		Default("0s").Duration()
+	oomCounterFlags = addEventCounterFlags("oom", "kill counter", "kill")
 )
 
 func init() {
@@ -43,9 +35,9 @@ func init() {
 		}
 		return NewOOMCollector(OOMConfig{
 			KmsgPath:      *oomKmsgPath,
-			Retention:     *oomRetention,
-			MaxSeries:     *oomMaxSeries,
-			NewSeriesHold: *oomNewSeriesHold,
+			Retention:     *oomCounterFlags.retention,
+			MaxSeries:     *oomCounterFlags.maxSeries,
+			NewSeriesHold: *oomCounterFlags.newSeriesHold,
 			Attributed:    deps.witness().Killed,
 			Pods:          deps.pods,
 		}, source, logger)
