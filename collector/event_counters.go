@@ -23,13 +23,13 @@ type eventCounterFlags struct {
 func addEventCounterFlags(prefix, counter, event string) eventCounterFlags {
 	return eventCounterFlags{
 		retention: kingpin.Flag(prefix+".retention",
-			fmt.Sprintf("How long a %s is exported after its last %s.", counter, event)).
+			fmt.Sprintf("How long each %s is exported after its last %s.", counter, event)).
 			Default("1h").Duration(),
 		maxSeries: kingpin.Flag(prefix+".max-series",
 			fmt.Sprintf("Most %ss kept at once; the oldest is dropped beyond it (a cardinality guard).", counter)).
 			Default("500").Int(),
 		newSeriesHold: kingpin.Flag(prefix+".new-series-hold",
-			fmt.Sprintf("How long a new %s reads 0 at least, besides one scrape; set it to the scrape interval when several Prometheus servers scrape the exporter.", counter)).
+			fmt.Sprintf("How long each new %s reads 0 at least, besides one scrape; set it to the scrape interval when several Prometheus servers scrape the exporter.", counter)).
 			Default("0s").Duration(),
 	}
 }
