@@ -87,8 +87,6 @@ func TestReadCgroupMemoryFixtures(t *testing.T) {
 	}
 }
 
-// A cgroup directory that is a symlink pointing outside sysfs must not be
-// read, even though the files it leads to are valid.
 // Callers drop fs.ErrNotExist as "the process is gone"; a missing cgroup
 // for a live process is a misconfiguration and must not look like that.
 func TestReadCgroupMemoryNotExistOnlyWhenGone(t *testing.T) {
@@ -113,6 +111,8 @@ func TestReadCgroupMemoryNotExistOnlyWhenGone(t *testing.T) {
 	}
 }
 
+// A cgroup directory that is a symlink pointing outside sysfs must not be
+// read, even though the files it leads to are valid.
 func TestReadCgroupMemoryRefusesSymlinkOutOfSysfs(t *testing.T) {
 	base := t.TempDir()
 	outside := filepath.Join(base, "outside")

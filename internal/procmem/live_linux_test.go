@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/procfs"
-
 	"github.com/executor-exporter/executor_exporter/internal/testenv"
 	"github.com/executor-exporter/executor_exporter/internal/testjvm"
 )
@@ -174,18 +172,7 @@ func TestLiveTreeRSSJVMWithPythonChild(t *testing.T) {
 	}
 }
 
-func liveTable(t *testing.T) *ProcessTable {
-	t.Helper()
-	fs, err := procfs.NewFS("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	table, err := NewProcessTable(fs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return table
-}
+func liveTable(t *testing.T) *ProcessTable { return tableAt(t, "/proc") }
 
 // Kernel threads are told apart by their flags, not their names: discovery
 // skips them. kthreadd is pid 2 wherever the kernel's threads are visible.

@@ -11,9 +11,10 @@ import (
 	"github.com/prometheus/procfs"
 )
 
-func fixtureTable(t *testing.T) *ProcessTable {
+// tableAt reads the process table of the procfs at root.
+func tableAt(t *testing.T, root string) *ProcessTable {
 	t.Helper()
-	fs, err := procfs.NewFS("testdata/proc")
+	fs, err := procfs.NewFS(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,6 +24,8 @@ func fixtureTable(t *testing.T) *ProcessTable {
 	}
 	return table
 }
+
+func fixtureTable(t *testing.T) *ProcessTable { return tableAt(t, "testdata/proc") }
 
 // fixtureTables are the fixture read by procfs (NewProcessTable) and by a
 // ProcessWatch's first scan: the two must agree on everything.
