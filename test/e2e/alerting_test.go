@@ -215,9 +215,9 @@ func newMixinWebhook(t testing.TB) *mixinWebhook {
 	return h
 }
 
-// firstNotified is when the first notification of the firing alert named
-// name with the labels of want (all of them) arrived; zero if none did.
-func (h *mixinWebhook) firstNotified(name string, want map[string]string) time.Time {
+// first returns the first notification of the firing alert named name
+// with the labels of want (all of them).
+func (h *mixinWebhook) first(name string, want map[string]string) (mixinAlert, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, a := range h.alerts {
@@ -229,10 +229,17 @@ func (h *mixinWebhook) firstNotified(name string, want map[string]string) time.T
 			ok = ok && a.Labels[k] == v
 		}
 		if ok {
-			return a.Received
+			return a, true
 		}
 	}
-	return time.Time{}
+	return mixinAlert{}, false
+}
+
+// firstNotified is when the first notification of the firing alert named
+// name with the labels of want (all of them) arrived; zero if none did.
+func (h *mixinWebhook) firstNotified(name string, want map[string]string) time.Time {
+	a, _ := h.first(name, want)
+	return a.Received
 }
 
 // waitFor waits for a firing alert named name whose labels include want.
@@ -240,22 +247,9 @@ func (h *mixinWebhook) waitFor(t testing.TB, timeout time.Duration, name string,
 	t.Helper()
 	var found mixinAlert
 	testenv.WaitFor(t, timeout, fmt.Sprintf("alert %s %v at the webhook", name, want), func() bool {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		for _, a := range h.alerts {
-			if a.Status != "firing" || a.Labels["alertname"] != name {
-				continue
-			}
-			ok := true
-			for k, v := range want {
-				ok = ok && a.Labels[k] == v
-			}
-			if ok {
-				found = a
-				return true
-			}
-		}
-		return false
+		var ok bool
+		found, ok = h.first(name, want)
+		return ok
 	})
 	t.Logf("%s arrived: %v", name, found.Labels)
 	return found
