@@ -1,9 +1,7 @@
 package collector
 
 import (
-	"errors"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -103,24 +101,6 @@ func (l *liveExits) waitExit(t *testing.T, pid int, executorID, want string) str
 	return lines[0]
 }
 
-func waitEnd(t *testing.T, j *testjvm.JVM) (code int, signal syscall.Signal) {
-	t.Helper()
-	select {
-	case <-j.Done():
-	case <-time.After(90 * time.Second):
-		t.Fatal("the JVM did not end within 90 s")
-	}
-	var ee *exec.ExitError
-	if !errors.As(j.Err(), &ee) {
-		return 0, 0
-	}
-	ws := ee.Sys().(syscall.WaitStatus)
-	if ws.Signaled() {
-		return -1, ws.Signal()
-	}
-	return ws.ExitStatus(), 0
-}
-
 // exitsJVM runs the stand-in as in a container, with a private /tmp: a JVM
 // of another test starting in a shared /tmp would delete the file of a
 // killed one, and its end could no longer be told.
@@ -160,7 +140,7 @@ func TestExitsLive(t *testing.T) {
 		j := testjvm.Start(t, exitsJVM(t, "1", []string{"-Xmx64m"}, "--heap-mb", "8"))
 		waitSampled(t, j.PID)
 		_ = syscall.Kill(j.PID, syscall.SIGKILL)
-		waitEnd(t, j) // unshare reports a death by signal inconsistently
+		j.ExitCode(t, 90*time.Second) // unshare reports a death by signal inconsistently
 		l.waitExit(t, j.PID, "1", exits.ReasonKilled)
 	})
 
@@ -169,7 +149,7 @@ func TestExitsLive(t *testing.T) {
 		j := testjvm.Start(t, exitsJVM(t, "2", []string{"-Xmx64m"}, "--heap-mb", "8"))
 		waitSampled(t, j.PID)
 		_ = syscall.Kill(j.PID, syscall.SIGTERM)
-		if code, _ := waitEnd(t, j); code != 143 {
+		if code := j.ExitCode(t, 90*time.Second); code != 143 {
 			t.Fatalf("exit code %d, want 143", code)
 		}
 		l.waitExit(t, j.PID, "2", exits.ReasonExited)
@@ -179,7 +159,7 @@ func TestExitsLive(t *testing.T) {
 		l := newLiveExits(t, false, nil)
 		j := testjvm.Start(t, exitsJVM(t, "3", []string{"-Xmx64m"},
 			"--spark-exit", "--heap-mb", "1000", "--step-mb", "1", "--step-ms", "40", "--churn"))
-		if code, _ := waitEnd(t, j); code != 52 {
+		if code := j.ExitCode(t, 90*time.Second); code != 52 {
 			t.Fatalf("exit code %d, want 52 (Spark's OOM exit)", code)
 		}
 		line := l.waitExit(t, j.PID, "3", exits.ReasonHeapExhausted)
@@ -200,7 +180,7 @@ func TestExitsLive(t *testing.T) {
 		o := exitsJVM(t, "4", []string{"-Xmx1g", "-XX:-AlwaysPreTouch"}, "--heap-mb", "600", "--step-mb", "4", "--step-ms", "100")
 		o.Cgroup = cg.Procs()
 		j := testjvm.Start(t, o)
-		if waitEnd(t, j); cg.OOMKills(t) < 1 {
+		if j.ExitCode(t, 90*time.Second); cg.OOMKills(t) < 1 {
 			t.Fatalf("ended with %d OOM kills in its cgroup; want the kernel's", cg.OOMKills(t))
 		}
 		line := l.waitExit(t, j.PID, "4", exits.ReasonOOMKilled)
@@ -219,7 +199,7 @@ func TestExitsLive(t *testing.T) {
 		o := exitsJVM(t, "6", []string{"-Xmx1g", "-XX:-AlwaysPreTouch", "-XX:+PerfDisableSharedMem"}, "--heap-mb", "600", "--step-mb", "4", "--step-ms", "100")
 		o.Cgroup = cg.Procs()
 		j := testjvm.Start(t, o)
-		if waitEnd(t, j); cg.OOMKills(t) < 1 {
+		if j.ExitCode(t, 90*time.Second); cg.OOMKills(t) < 1 {
 			t.Fatalf("ended with %d OOM kills in its cgroup; want the kernel's", cg.OOMKills(t))
 		}
 		line := l.waitExit(t, j.PID, "6", exits.ReasonOOMKilled)
@@ -245,7 +225,7 @@ func TestExitsLive(t *testing.T) {
 			return ok && v == 1
 		})
 		_ = syscall.Kill(j.PID, syscall.SIGTERM) // the node drain
-		if code, _ := waitEnd(t, j); code != 143 {
+		if code := j.ExitCode(t, 90*time.Second); code != 143 {
 			t.Fatalf("exit code %d, want 143", code)
 		}
 		l.waitExit(t, j.PID, "5", exits.ReasonInterrupted)

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -95,24 +94,7 @@ func (r *exitRecorder) waitExit(t *testing.T, pid int) Exit {
 	return got[0]
 }
 
-func exitCode(t *testing.T, j *testjvm.JVM) int {
-	t.Helper()
-	select {
-	case <-j.Done():
-	case <-time.After(60 * time.Second):
-		t.Fatal("JVM did not end")
-	}
-	var ee *exec.ExitError
-	if err := j.Err(); errors.As(err, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return 128 + int(ws.Signal())
-		}
-		return ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return 0
-}
+func exitCode(t *testing.T, j *testjvm.JVM) int { return j.ExitCode(t, 60*time.Second) }
 
 var executorArgs = []string{"--executor-id", "5", "--app-id", "app-exits"}
 

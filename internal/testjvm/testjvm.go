@@ -5,6 +5,7 @@ package testjvm
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -186,6 +187,29 @@ func (j *JVM) Done() <-chan struct{} { return j.done }
 
 // Err is the exit error; read it after Done is closed.
 func (j *JVM) Err() error { return j.err }
+
+// ExitCode waits up to timeout for the JVM (or its wrapper) to end and
+// returns its exit code, 128 + the signal when a signal ended it, as a
+// shell reports it.
+func (j *JVM) ExitCode(tb testing.TB, timeout time.Duration) int {
+	tb.Helper()
+	select {
+	case <-j.done:
+	case <-time.After(timeout):
+		tb.Fatalf("JVM %d did not end within %v", j.PID, timeout)
+	}
+	var ee *exec.ExitError
+	if !errors.As(j.err, &ee) {
+		if j.err != nil {
+			tb.Fatal(j.err)
+		}
+		return 0
+	}
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ee.ExitCode()
+}
 
 // findJava returns root if it is a java process, else its first java
 // descendant (the wrappers fork: unshare -f, sh).

@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"errors"
-	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -164,19 +162,4 @@ func TestExitsEndToEnd(t *testing.T) {
 
 // endOf waits for a stand-in to end and returns its exit code (128 + the
 // signal when killed).
-func endOf(t *testing.T, j *testjvm.JVM) int {
-	t.Helper()
-	select {
-	case <-j.Done():
-	case <-time.After(90 * time.Second):
-		t.Fatal("a stand-in did not end within 90 s")
-	}
-	var ee *exec.ExitError
-	if !errors.As(j.Err(), &ee) {
-		return 0
-	}
-	if ws := ee.Sys().(syscall.WaitStatus); ws.Signaled() {
-		return 128 + int(ws.Signal())
-	}
-	return ee.ExitCode()
-}
+func endOf(t *testing.T, j *testjvm.JVM) int { return j.ExitCode(t, 90*time.Second) }
