@@ -77,7 +77,7 @@ func (t *Tracker) readBare(p procmem.Process, table *procmem.ProcessTable, cgrou
 		Pod:       id.pod,
 		Counters:  counters,
 	}
-	t.readCgroup(&j, Candidate{PID: p.PID}, cgroups, now)
+	t.readCgroup(&j, Candidate{PID: p.PID}, p, cgroups, now)
 	t.observe(nil, p, id.euid, &j, gcMark{}, now)
 	return j, "", nil
 }

@@ -81,14 +81,14 @@ func (t *Tracker) readJVM(c Candidate, table *procmem.ProcessTable, cgroups map[
 		Stats:     stats,
 		Counters:  CountersHsperf,
 	}
-	t.readCgroup(&j, c, cgroups, now)
+	t.readCgroup(&j, c, proc, cgroups, now)
 	t.observe(&c, proc, id.euid, &j, gcMark{ticks: ticks, gcSeconds: gcSeconds(stats)}, now)
 	return j, "", nil
 }
 
 // readCgroup fills in the memory cgroup holding the JVM.
-func (t *Tracker) readCgroup(j *JVM, c Candidate, cgroups map[string]procmem.CgroupMemory, now time.Time) {
-	cg, err := t.cgroupMemory(c.PID, cgroups)
+func (t *Tracker) readCgroup(j *JVM, c Candidate, p procmem.Process, cgroups map[string]procmem.CgroupMemory, now time.Time) {
+	cg, err := t.cgroupMemory(p, cgroups, now)
 	if err != nil {
 		// Only the container series are lost; the JVM is still reported.
 		if !isGone(err) {
@@ -141,26 +141,6 @@ func isStale(created, procStart time.Time, prev tickMark, had bool, ticks int64,
 	}
 	moving := had && ticks > prev.ticks
 	return !moving && (created.IsZero() || created.Before(procStart.Add(-startSlack)))
-}
-
-// cgroupMemory reads the memory cgroup of pid once per scan and cgroup:
-// JVMs of one Spark worker or YARN node manager often share theirs. Equal
-// /proc/<pid>/cgroup contents, read in the exporter's cgroup namespace,
-// name the same cgroups.
-func (t *Tracker) cgroupMemory(pid int, seen map[string]procmem.CgroupMemory) (procmem.CgroupMemory, error) {
-	// Read into a buffer kept from scan to scan: this runs for every JVM.
-	key, err := readInto(filepath.Join(t.cfg.ProcFS, strconv.Itoa(pid), "cgroup"), t.cgBuf, 64<<10)
-	if err == nil {
-		t.cgBuf = key
-		if cg, ok := seen[string(key)]; ok {
-			return cg, nil
-		}
-	}
-	cg, err := procmem.ReadCgroupMemory(t.cfg.ProcFS, t.cfg.SysFS, pid)
-	if err == nil && key != nil {
-		seen[string(key)] = cg
-	}
-	return cg, err
 }
 
 // identity reads what does not change while a process runs one program —

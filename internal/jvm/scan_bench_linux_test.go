@@ -16,7 +16,10 @@ import (
 // BenchmarkRefresh is one whole reading of the machine as the background
 // sampling does it (discovery, 20 real JVMs' hsperfdata, process trees,
 // cgroups), then the same with 500 more processes that are not JVMs: what
-// they add is what a busy node costs beyond its JVMs.
+// they add is what a busy node costs beyond its JVMs. The settled readings
+// are the steady state, every JVM older than procmem.YoungFor; the
+// cgroup-reread one reads every JVM's /proc/<pid>/cgroup on every scan, as
+// the tracker did before it kept them.
 func BenchmarkRefresh(b *testing.B) {
 	for i := range 20 {
 		testjvm.Start(b, testjvm.Options{
@@ -24,7 +27,8 @@ func BenchmarkRefresh(b *testing.B) {
 			Args:    []string{"--executor-id", strconv.Itoa(i), "--app-id", "app-bench", "--exit-after-s", "900"},
 		})
 	}
-	run := func(b *testing.B) {
+	started := time.Now() // after the last JVM's start
+	run := func(b *testing.B, beforeEach func(*Tracker)) {
 		tracker, err := NewTracker(Config{ProcFS: "/proc", SysFS: "/sys", Retention: time.Minute, MaxProcesses: 1000}, log.NewNopLogger())
 		if err != nil {
 			b.Fatal(err)
@@ -37,19 +41,29 @@ func BenchmarkRefresh(b *testing.B) {
 		b.ReportAllocs()
 		reportCPU := testenv.CPUPerOp(b, syscall.RUSAGE_SELF)
 		for b.Loop() {
+			beforeEach(tracker)
 			if _, err := tracker.Refresh(); err != nil {
 				b.Fatal(err)
 			}
 		}
 		reportCPU()
 	}
-	b.Run("20-jvms", run)
+	asIs := func(*Tracker) {}
+	settled := func(b *testing.B, beforeEach func(*Tracker)) {
+		time.Sleep(time.Until(started.Add(procmem.YoungFor + time.Second)))
+		run(b, beforeEach)
+	}
+	b.Run("20-jvms", func(b *testing.B) { run(b, asIs) })
+	b.Run("20-jvms-settled", func(b *testing.B) { settled(b, asIs) })
+	b.Run("20-jvms-settled-cgroup-reread", func(b *testing.B) {
+		settled(b, func(t *Tracker) { clear(t.cgFiles) })
+	})
 	b.Run("20-jvms-plus-500-processes", func(b *testing.B) {
 		testenv.StartSleepers(b, 500)
 		// A process is read on every scan while young (procmem's
-		// youngFor); a node's are not.
+		// YoungFor); a node's are not.
 		time.Sleep(31 * time.Second)
-		run(b)
+		run(b, asIs)
 	})
 }
 

@@ -99,6 +99,7 @@ type Tracker struct {
 	loggedAt   map[string]time.Time
 	buf        []byte // hsperfdata read buffer, reused across JVMs and scans
 	cgBuf      []byte // the same for /proc/<pid>/cgroup
+	cgFiles    map[int]*cgroupFile
 	ticks      map[int]tickMark
 	lives      map[int]*life // JVMs read and not yet found gone
 	onExits    exitHook
@@ -133,6 +134,7 @@ func NewTracker(cfg Config, logger log.Logger) (*Tracker, error) {
 		logger:     logger,
 		identities: map[int]identityEntry{},
 		ticks:      map[int]tickMark{},
+		cgFiles:    map[int]*cgroupFile{},
 		lives:      map[int]*life{},
 		found:      newDiscovery(cfg.ProcFS),
 		loggedAt:   map[string]time.Time{},
@@ -355,6 +357,7 @@ func (t *Tracker) scan() (View, error) {
 			delete(t.ticks, pid)
 		}
 	}
+	t.forgetCgroupFiles(table)
 	for k, at := range t.loggedAt {
 		if now.Sub(at) > logEvery {
 			delete(t.loggedAt, k)

@@ -75,7 +75,7 @@ func BenchmarkScan(b *testing.B) {
 			}
 			// Far enough from the first scan that nothing is young, never
 			// as far as the refresh.
-			now := time.Now().Add(youngFor)
+			now := time.Now().Add(YoungFor)
 			reads := w.Reads
 			b.ReportAllocs()
 			reportCPU := testenv.CPUPerOp(b, syscall.RUSAGE_SELF)

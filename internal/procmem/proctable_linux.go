@@ -154,7 +154,7 @@ func (t *ProcessTable) Process(pid int) (Process, bool) {
 }
 
 // Seen returns what is known of pid without reading anything: for a
-// watch's table, the last read of it, which may be up to refreshEvery old
+// watch's table, the last read of it, which may be up to RefreshEvery old
 // for a process that is neither young nor asked for (its RSS then too).
 // It is for filters over every process (kernel threads, command names),
 // followed by Process for the few that pass.

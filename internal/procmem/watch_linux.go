@@ -18,11 +18,13 @@ import (
 
 // A process's stat is read again on every scan while it is young, so that
 // an exec (a launcher script becoming java) or a container runtime's
-// pivot_root right after the fork is seen; and every refreshEvery for all
+// pivot_root right after the fork is seen; and every RefreshEvery for all
 // processes, a safety net for whatever changes later in a process's life.
+// What callers cache about a process (its /proc/<pid>/cgroup) follows the
+// same policy.
 const (
-	youngFor     = 30 * time.Second
-	refreshEvery = 5 * time.Minute
+	YoungFor     = 30 * time.Second
+	RefreshEvery = 5 * time.Minute
 )
 
 // ProcessWatch follows the processes under a procfs mount from one scan to
@@ -33,7 +35,7 @@ const (
 //
 // Every scan lists /proc once (getdents: the pid and the inode number of
 // its directory, which changes when a pid is reused) and reads the stat of
-// new processes and those started less than youngFor ago; everything else is read when asked for
+// new processes and those started less than YoungFor ago; everything else is read when asked for
 // (ProcessTable.Process, TreeRSS). A ProcessWatch is not safe for
 // concurrent use; the tables it makes are used within one scan.
 type ProcessWatch struct {
@@ -54,7 +56,7 @@ type ProcessWatch struct {
 	listedTo  int          // the last pid allocated when /proc was last listed; 0 to list all
 	sinceFull int          // scans since every pid was listed
 	pids      []int        // known pids, ascending
-	young     map[int]bool // pids of processes younger than youngFor
+	young     map[int]bool // pids of processes younger than YoungFor
 }
 
 // procTGIDOffset is where pids start among the offsets of procfs's root
@@ -139,7 +141,7 @@ func ownProcfs(dir *os.File, procPath string) bool {
 // nothing but a failed read when it is asked for.
 func (w *ProcessWatch) Scan(now time.Time) (*ProcessTable, error) {
 	w.gen++
-	refresh := now.Sub(w.lastFull) >= refreshEvery
+	refresh := now.Sub(w.lastFull) >= RefreshEvery
 	if refresh {
 		w.lastFull = now
 	}
@@ -159,9 +161,9 @@ func (w *ProcessWatch) Scan(now time.Time) (*ProcessTable, error) {
 		if !partial {
 			w.pids = append(w.pids, pid)
 		}
-		if refresh || !e.ok || now.Sub(e.p.StartTime) < youngFor {
+		if refresh || !e.ok || now.Sub(e.p.StartTime) < YoungFor {
 			t.recheck[pid] = true
-			if p, ok := t.Process(pid); ok && now.Sub(p.StartTime) < youngFor {
+			if p, ok := t.Process(pid); ok && now.Sub(p.StartTime) < YoungFor {
 				w.young[pid] = true
 			}
 		}
@@ -174,7 +176,7 @@ func (w *ProcessWatch) Scan(now time.Time) (*ProcessTable, error) {
 			if t.recheck[pid] {
 				continue
 			}
-			if p, ok := t.Process(pid); ok && now.Sub(p.StartTime) < youngFor {
+			if p, ok := t.Process(pid); ok && now.Sub(p.StartTime) < YoungFor {
 				t.recheck[pid] = true
 			} else {
 				delete(w.young, pid)

@@ -118,7 +118,7 @@ func TestWatchReadsWhatChanged(t *testing.T) {
 		t.Errorf("%d reads once nothing is young", w.Reads-before)
 	}
 	before = w.Reads
-	scan(now.Add(refreshEvery + time.Minute))
+	scan(now.Add(RefreshEvery + time.Minute))
 	if got := w.Reads - before; got != 7 {
 		t.Errorf("refresh: %d reads, want every process (7)", got)
 	}

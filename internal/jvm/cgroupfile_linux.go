@@ -1,0 +1,74 @@
+package jvm
+
+import (
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/executor-exporter/executor_exporter/internal/procmem"
+)
+
+// cgroupFile is a process's /proc/<pid>/cgroup as last read. Its contents
+// name the cgroups the per-scan memory read is shared by; reading the file
+// for every JVM on every scan cost more than the rest of finding its
+// cgroup's figures once they are read for the scan.
+type cgroupFile struct {
+	start time.Time // the process's start: a reused pid is another process
+	at    time.Time // when it was read
+	key   string
+}
+
+// cgroupKey returns the contents of p's /proc/<pid>/cgroup. They are read
+// again while the process is young, when a launcher execs java or moves
+// itself into a container's cgroup, and every procmem.RefreshEvery after,
+// the same policy the process watch follows for the stat file; a later
+// move is seen that late.
+func (t *Tracker) cgroupKey(p procmem.Process, now time.Time) (string, error) {
+	e := t.cgFiles[p.PID]
+	if e != nil && e.start.Equal(p.StartTime) && now.Sub(p.StartTime) >= procmem.YoungFor && now.Sub(e.at) < procmem.RefreshEvery {
+		return e.key, nil
+	}
+	b, err := readInto(filepath.Join(t.cfg.ProcFS, strconv.Itoa(p.PID), "cgroup"), t.cgBuf, 64<<10)
+	if err != nil {
+		delete(t.cgFiles, p.PID)
+		return "", err
+	}
+	t.cgBuf = b
+	if e == nil {
+		e = &cgroupFile{}
+		t.cgFiles[p.PID] = e
+	}
+	if e.key != string(b) {
+		e.key = string(b)
+	}
+	e.start, e.at = p.StartTime, now
+	return e.key, nil
+}
+
+// cgroupMemory reads the memory cgroup of p once per scan and cgroup: JVMs
+// of one Spark worker or YARN node manager often share theirs. Equal
+// /proc/<pid>/cgroup contents, read in the exporter's cgroup namespace,
+// name the same cgroups.
+func (t *Tracker) cgroupMemory(p procmem.Process, seen map[string]procmem.CgroupMemory, now time.Time) (procmem.CgroupMemory, error) {
+	key, err := t.cgroupKey(p, now)
+	if err == nil {
+		if cg, ok := seen[key]; ok {
+			return cg, nil
+		}
+	}
+	cg, err2 := procmem.ReadCgroupMemory(t.cfg.ProcFS, t.cfg.SysFS, p.PID)
+	if err2 == nil && err == nil {
+		seen[key] = cg
+	}
+	return cg, err2
+}
+
+// forgetCgroupFiles drops the entries of processes that are gone or whose
+// pid another process now has.
+func (t *Tracker) forgetCgroupFiles(table *procmem.ProcessTable) {
+	for pid, e := range t.cgFiles {
+		if p, ok := table.Process(pid); !ok || !p.StartTime.Equal(e.start) {
+			delete(t.cgFiles, pid)
+		}
+	}
+}
