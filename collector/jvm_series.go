@@ -111,15 +111,15 @@ func (p *labelPairs) identity(id jvm.Identity, pid string) []*dto.LabelPair {
 }
 
 func (p *labelPairs) extra(name, value string) *dto.LabelPair {
-	key := [2]string{name, value}
-	if lp, ok := p.extras[key]; ok {
+	if lp, ok := p.extras[[2]string{name, value}]; ok {
 		return lp
 	}
 	if len(p.extras) >= maxExtraPairs {
 		clear(p.extras)
 	}
+	key := &[2]string{name, value} // on the heap only when new
 	lp := &dto.LabelPair{Name: &key[0], Value: &key[1]}
-	p.extras[key] = lp
+	p.extras[*key] = lp
 	return lp
 }
 
