@@ -82,10 +82,15 @@ func (t *Tracker) OnExits(f func(now time.Time, gone []Exit)) {
 
 type exitHook = atomic.Pointer[func(time.Time, []Exit)]
 
-// closeLives releases the files held; the tracker is stopping.
+// closeLives releases the files held; the tracker is stopping. A scan
+// after it starts a new watch.
 func (t *Tracker) closeLives() {
 	t.refreshMu.Lock()
 	defer t.refreshMu.Unlock()
+	if t.procs != nil {
+		_ = t.procs.Close()
+		t.procs = nil
+	}
 	for pid, l := range t.lives {
 		l.close()
 		delete(t.lives, pid)

@@ -53,6 +53,7 @@ type ProcessTable struct {
 	pids    []int         // listed in this scan, ascending
 	recheck map[int]bool  // read in this scan because new, young or due
 	gone    map[int]bool  // listed, but its stat could not be read
+	listing bool          // in the watch's Scan: reads are not a caller's
 }
 
 // NewProcessTable scans every process under fs once. Processes that exit
@@ -144,7 +145,7 @@ func (t *ProcessTable) Process(pid int) (Process, bool) {
 	if e := t.w.known[pid]; e == nil || t.gone[pid] {
 		return Process{}, false // not listed
 	}
-	p, ok := t.w.read(pid)
+	p, ok := t.w.read(pid, !t.listing)
 	if !ok {
 		t.gone[pid] = true
 		return Process{}, false

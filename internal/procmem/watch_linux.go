@@ -3,7 +3,6 @@ package procmem
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -57,6 +56,9 @@ type ProcessWatch struct {
 	sinceFull int          // scans since every pid was listed
 	pids      []int        // known pids, ascending
 	young     map[int]bool // pids of processes younger than YoungFor
+
+	statFDs    map[int]*watched // the entries whose stat file is kept open (readStat)
+	maxStatFDs int
 }
 
 // procTGIDOffset is where pids start among the offsets of procfs's root
@@ -75,6 +77,10 @@ type watched struct {
 	exeKind processKind
 	exeComm string
 	exeDone bool
+	// asked is the last scan in which a caller asked for its stat; statFD
+	// is its stat file kept open, plus one (0: none).
+	asked  uint64
+	statFD int
 }
 
 // NewProcessWatch opens procPath and reads its boot time.
@@ -100,8 +106,14 @@ func NewProcessWatch(procPath string) (*ProcessWatch, error) {
 		statBuf:  make([]byte, 1024),
 		dentBuf:  make([]byte, 32<<10),
 		young:    map[int]bool{},
+
+		statFDs:    map[int]*watched{},
+		maxStatFDs: maxStatFDs,
 	}
 	w.seekable = ownProcfs(dir, procPath) && w.seekWorks()
+	if !isProcfs(dir) {
+		w.maxStatFDs = 0 // a kept file would not be produced afresh
+	}
 	return w, nil
 }
 
@@ -121,12 +133,16 @@ func (w *ProcessWatch) seekWorks() bool {
 // its "self" is this process (/proc/loadavg then names the last pid of the
 // same namespace).
 func ownProcfs(dir *os.File, procPath string) bool {
-	var st unix.Statfs_t
-	if err := unix.Fstatfs(int(dir.Fd()), &st); err != nil || st.Type != unix.PROC_SUPER_MAGIC {
+	if !isProcfs(dir) {
 		return false
 	}
 	self, err := os.Readlink(path.Join(procPath, "self"))
 	return err == nil && self == strconv.Itoa(os.Getpid())
+}
+
+func isProcfs(dir *os.File) bool {
+	var st unix.Statfs_t
+	return unix.Fstatfs(int(dir.Fd()), &st) == nil && st.Type == unix.PROC_SUPER_MAGIC
 }
 
 // Scan lists the processes now and returns the table of this scan. It fails
@@ -141,11 +157,13 @@ func ownProcfs(dir *os.File, procPath string) bool {
 // nothing but a failed read when it is asked for.
 func (w *ProcessWatch) Scan(now time.Time) (*ProcessTable, error) {
 	w.gen++
+	w.releaseStatFDs()
 	refresh := now.Sub(w.lastFull) >= RefreshEvery
 	if refresh {
 		w.lastFull = now
 	}
-	t := &ProcessTable{w: w, procs: map[int]Process{}, recheck: map[int]bool{}, gone: map[int]bool{}}
+	t := &ProcessTable{w: w, procs: map[int]Process{}, recheck: map[int]bool{}, gone: map[int]bool{}, listing: true}
+	defer func() { t.listing = false }()
 	last, lastOK := w.lastPID()
 	partial := w.seekable && lastOK && !refresh && w.listedTo > 0 && last >= w.listedTo && w.sinceFull < listEvery
 	seen := func(pid int, ino uint64) {
@@ -153,6 +171,9 @@ func (w *ProcessWatch) Scan(now time.Time) (*ProcessTable, error) {
 		if e == nil || e.ino != ino {
 			if e == nil && partial {
 				w.pids = append(w.pids, pid)
+			}
+			if e != nil {
+				w.releaseStat(pid, e)
 			}
 			e = &watched{ino: ino}
 			w.known[pid] = e
@@ -189,6 +210,7 @@ func (w *ProcessWatch) Scan(now time.Time) (*ProcessTable, error) {
 		err = w.listFrom(0, seen)
 		for pid, e := range w.known {
 			if e.gen != w.gen {
+				w.releaseStat(pid, e)
 				delete(w.known, pid)
 			}
 		}
@@ -305,11 +327,12 @@ func parsePID(b []byte) (int, bool) {
 	return n, n <= 1<<31-1
 }
 
-// read reads pid's stat now and updates what the watch knows of it.
-func (w *ProcessWatch) read(pid int) (Process, bool) {
+// read reads pid's stat now and updates what the watch knows of it; asked
+// says a caller wants it, rather than the scan's listing.
+func (w *ProcessWatch) read(pid int, asked bool) (Process, bool) {
 	w.Reads++
-	data, buf, err := readStatAt(int(w.dir.Fd()), strconv.Itoa(pid)+"/stat", w.statBuf)
-	w.statBuf = buf
+	e := w.known[pid]
+	data, err := w.readStat(pid, e, asked)
 	if err != nil {
 		return Process{}, false
 	}
@@ -325,10 +348,11 @@ func (w *ProcessWatch) read(pid int) (Process, bool) {
 		StartTime:    w.boot.Add(time.Duration(st.StartTicks) * (time.Second / userHZ)),
 		KernelThread: st.Flags&pfKthread != 0,
 	}
-	if e := w.known[pid]; e != nil {
+	if e != nil {
 		if e.ok && !e.p.StartTime.Equal(p.StartTime) {
 			// Another process under the same pid and inode: start afresh.
-			*e = watched{ino: e.ino, gen: e.gen}
+			// The stat file, if kept, was just opened: it is the new one's.
+			*e = watched{ino: e.ino, gen: e.gen, asked: e.asked, statFD: e.statFD}
 		}
 		e.p, e.ok = p, true
 	}
@@ -350,35 +374,4 @@ func (w *ProcessWatch) exeKind(p Process) processKind {
 		e.exeKind, e.exeComm, e.exeDone = kind, p.Comm, true
 	}
 	return kind
-}
-
-// readStatAt reads a small procfs file beneath dirfd into buf, growing it
-// when the file does not fit, and returns the data and the buffer to reuse.
-// O_NOFOLLOW: a pid directory is never a symlink.
-func readStatAt(dirfd int, name string, buf []byte) (data, reuse []byte, err error) {
-	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
-	if err != nil {
-		return nil, buf, err
-	}
-	defer unix.Close(fd)
-	n := 0
-	for {
-		m, err := unix.Read(fd, buf[n:])
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, buf, err
-		}
-		if m == 0 {
-			return buf[:n], buf, nil
-		}
-		n += m
-		if n == len(buf) {
-			if len(buf) >= 64<<10 {
-				return nil, buf, errors.New("stat file larger than 64 KiB")
-			}
-			buf = append(buf, make([]byte, len(buf))...)
-		}
-	}
 }

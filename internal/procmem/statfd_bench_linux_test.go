@@ -1,0 +1,51 @@
+package procmem
+
+import (
+	"os"
+	"strconv"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/executor-exporter/executor_exporter/internal/testenv"
+)
+
+// BenchmarkStatFD is one read of this process's stat: opened, read and
+// closed each time (what the watch does) against a pread at offset 0 of a
+// descriptor kept open (procfs regenerates the file on each read from 0).
+func BenchmarkStatFD(b *testing.B) {
+	dir, err := os.Open("/proc")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dir.Close()
+	name := strconv.Itoa(os.Getpid()) + "/stat"
+	buf := make([]byte, 1024)
+	b.Run("open-read-close", func(b *testing.B) {
+		reportCPU := testenv.CPUPerOp(b, syscall.RUSAGE_SELF)
+		for b.Loop() {
+			data, reuse, err := readStatAt(int(dir.Fd()), name, buf)
+			if err != nil || len(data) == 0 {
+				b.Fatal(err)
+			}
+			buf = reuse
+		}
+		reportCPU()
+	})
+	b.Run("pread-kept", func(b *testing.B) {
+		fd, err := unix.Openat(int(dir.Fd()), name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer unix.Close(fd)
+		reportCPU := testenv.CPUPerOp(b, syscall.RUSAGE_SELF)
+		for b.Loop() {
+			n, err := unix.Pread(fd, buf, 0)
+			if err != nil || n == 0 {
+				b.Fatal(err)
+			}
+		}
+		reportCPU()
+	})
+}

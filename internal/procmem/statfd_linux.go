@@ -1,0 +1,137 @@
+package procmem
+
+import (
+	"errors"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// maxStatFDs caps the stat files a watch keeps open: the JVMs and their
+// tree members, which a caller asks about on every scan. Beyond it they are
+// opened for each read, as everything else is.
+const maxStatFDs = 1024
+
+// readStat reads pid's stat. A process the caller asked about (asked: not
+// the watch's own rereading of new, young or due processes) in the last
+// scan and again in this one keeps its file open: a pread from offset 0
+// makes procfs produce it afresh, for half the cost of an open, read and
+// close (BenchmarkStatFD). The descriptor refers to the process, not to
+// the pid: once the process is gone it reads an error or nothing, and the
+// pid is read by its path again, where another process may have it now.
+func (w *ProcessWatch) readStat(pid int, e *watched, asked bool) ([]byte, error) {
+	if e != nil && e.statFD > 0 {
+		data, buf, err := preadAll(e.statFD-1, w.statBuf)
+		w.statBuf = buf
+		if err == nil && len(data) > 0 {
+			if asked {
+				e.asked = w.gen
+			}
+			return data, nil
+		}
+		w.releaseStat(pid, e)
+	}
+	keep := false
+	if asked && e != nil {
+		keep = e.asked != 0 && e.asked+1 == w.gen && len(w.statFDs) < w.maxStatFDs
+		e.asked = w.gen
+	}
+	fd, err := unix.Openat(int(w.dir.Fd()), strconv.Itoa(pid)+"/stat", unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	data, buf, err := preadAll(fd, w.statBuf)
+	w.statBuf = buf
+	if err != nil || !keep {
+		_ = unix.Close(fd)
+		return data, err
+	}
+	e.statFD = fd + 1
+	w.statFDs[pid] = e
+	return data, nil
+}
+
+// releaseStatFDs closes the stat files of processes no one asked about in
+// the last scan: they left a tree, stopped being a JVM, or are gone.
+func (w *ProcessWatch) releaseStatFDs() {
+	for pid, e := range w.statFDs {
+		if e.asked+1 < w.gen {
+			w.releaseStat(pid, e)
+		}
+	}
+}
+
+func (w *ProcessWatch) releaseStat(pid int, e *watched) {
+	if e.statFD > 0 {
+		_ = unix.Close(e.statFD - 1)
+		e.statFD = 0
+	}
+	if w.statFDs[pid] == e {
+		delete(w.statFDs, pid)
+	}
+}
+
+// Close releases the files the watch holds open. The watch is not used
+// after it.
+func (w *ProcessWatch) Close() error {
+	for pid, e := range w.statFDs {
+		w.releaseStat(pid, e)
+	}
+	return w.dir.Close()
+}
+
+// preadAll reads a small procfs file from offset 0 into buf, growing it
+// when the file does not fit, and returns the data and the buffer to reuse.
+func preadAll(fd int, buf []byte) (data, reuse []byte, err error) {
+	n := 0
+	for {
+		m, err := unix.Pread(fd, buf[n:], int64(n))
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, buf, err
+		}
+		if m == 0 {
+			return buf[:n], buf, nil
+		}
+		n += m
+		if n == len(buf) {
+			if len(buf) >= 64<<10 {
+				return nil, buf, errors.New("stat file larger than 64 KiB")
+			}
+			buf = append(buf, make([]byte, len(buf))...)
+		}
+	}
+}
+
+// readStatAt reads a small procfs file beneath dirfd into buf, growing it
+// when the file does not fit, and returns the data and the buffer to reuse.
+// O_NOFOLLOW: a pid directory is never a symlink.
+func readStatAt(dirfd int, name string, buf []byte) (data, reuse []byte, err error) {
+	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, buf, err
+	}
+	defer unix.Close(fd)
+	n := 0
+	for {
+		m, err := unix.Read(fd, buf[n:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, buf, err
+		}
+		if m == 0 {
+			return buf[:n], buf, nil
+		}
+		n += m
+		if n == len(buf) {
+			if len(buf) >= 64<<10 {
+				return nil, buf, errors.New("stat file larger than 64 KiB")
+			}
+			buf = append(buf, make([]byte, len(buf))...)
+		}
+	}
+}

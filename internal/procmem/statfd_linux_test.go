@@ -1,0 +1,140 @@
+package procmem
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/prometheus/procfs"
+)
+
+func startSleep(t *testing.T) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command("sleep", "300")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd
+}
+
+// TestWatchKeepsStatOpenForWhatIsAskedEveryScan: a process asked about in
+// two scans in a row keeps its stat file open, reads the same through it,
+// loses it when a scan passes without it, and once it exits reads as gone
+// rather than as whatever has its pid.
+func TestWatchKeepsStatOpenForWhatIsAskedEveryScan(t *testing.T) {
+	cmd := startSleep(t)
+	pid := cmd.Process.Pid
+	w, err := NewProcessWatch("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if w.maxStatFDs == 0 {
+		t.Fatal("/proc is not procfs here")
+	}
+	now := time.Now().Add(YoungFor) // nothing young: only what is asked is read
+	scan := func(ask bool) (Process, bool) {
+		t.Helper()
+		now = now.Add(time.Second)
+		table, err := w.Scan(now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ask {
+			return Process{}, false
+		}
+		return table.Process(pid)
+	}
+	kept := func() bool { _, ok := w.statFDs[pid]; return ok }
+
+	for i := range 3 {
+		if _, ok := scan(true); !ok {
+			t.Fatalf("scan %d: sleep %d not found", i, pid)
+		}
+	}
+	if !kept() {
+		t.Fatal("the stat of a process asked about in consecutive scans is not kept open")
+	}
+	p, ok := scan(true)
+	want, err := procfs.NewFS("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	proc, err := want.Proc(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := proc.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok || p.Comm != st.Comm || p.PPID != st.PPID || p.RSS != uint64(st.ResidentMemory()) {
+		t.Errorf("read through the kept file: %+v, %v; procfs: comm %q ppid %d rss %d", p, ok, st.Comm, st.PPID, st.ResidentMemory())
+	}
+
+	scan(false)
+	scan(false)
+	if kept() {
+		t.Error("the stat file is kept after a scan that did not ask for it")
+	}
+	for range 3 {
+		scan(true)
+	}
+	if !kept() {
+		t.Fatal("not kept open again")
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	if p, ok := scan(true); ok {
+		t.Errorf("a process that exited reads as %+v", p)
+	}
+	if kept() {
+		t.Error("the stat file of a process that exited is kept")
+	}
+}
+
+func TestWatchStatFilesCapped(t *testing.T) {
+	a, b := startSleep(t).Process.Pid, startSleep(t).Process.Pid
+	w, err := NewProcessWatch("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	w.maxStatFDs = 1
+	now := time.Now().Add(YoungFor)
+	for range 4 {
+		now = now.Add(time.Second)
+		table, err := w.Scan(now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pid := range []int{a, b} {
+			if _, ok := table.Process(pid); !ok {
+				t.Fatalf("sleep %d not found", pid)
+			}
+		}
+	}
+	if len(w.statFDs) != 1 {
+		t.Errorf("%d stat files kept, the cap is 1", len(w.statFDs))
+	}
+}
+
+// TestWatchKeepsNoStatOpenOutsideProcfs: a kept regular file would read
+// the same bytes for ever.
+func TestWatchKeepsNoStatOpenOutsideProcfs(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "stat"), []byte("btime 1700000000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewProcessWatch(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if w.maxStatFDs != 0 {
+		t.Errorf("a watch over a directory that is not procfs keeps up to %d stat files open", w.maxStatFDs)
+	}
+}
