@@ -1,6 +1,7 @@
 package jvm
 
 import (
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -51,24 +52,32 @@ func (t *Tracker) cgroupKey(p procmem.Process, now time.Time) (string, error) {
 // name the same cgroups.
 func (t *Tracker) cgroupMemory(p procmem.Process, seen map[string]procmem.CgroupMemory, now time.Time) (procmem.CgroupMemory, error) {
 	key, err := t.cgroupKey(p, now)
-	if err == nil {
-		if cg, ok := seen[key]; ok {
-			return cg, nil
-		}
+	if err != nil {
+		return procmem.CgroupMemory{}, fmt.Errorf("pid %d: reading cgroup: %w", p.PID, err)
 	}
-	cg, err2 := procmem.ReadCgroupMemory(t.cfg.ProcFS, t.cfg.SysFS, p.PID)
-	if err2 == nil && err == nil {
+	if cg, ok := seen[key]; ok {
+		return cg, nil
+	}
+	if t.cgroups == nil {
+		t.cgroups = procmem.NewCgroupReader(t.cfg.ProcFS, t.cfg.SysFS)
+	}
+	cg, err := t.cgroups.Read(p.PID, key)
+	if err == nil {
 		seen[key] = cg
 	}
-	return cg, err2
+	return cg, err
 }
 
 // forgetCgroupFiles drops the entries of processes that are gone or whose
-// pid another process now has.
+// pid another process now has, and closes the cgroup directories no JVM
+// was read from in this scan.
 func (t *Tracker) forgetCgroupFiles(table *procmem.ProcessTable) {
 	for pid, e := range t.cgFiles {
 		if p, ok := table.Process(pid); !ok || !p.StartTime.Equal(e.start) {
 			delete(t.cgFiles, pid)
 		}
+	}
+	if t.cgroups != nil {
+		t.cgroups.EndScan()
 	}
 }

@@ -38,7 +38,7 @@ func readCgroupMemoryEachTime(t *Tracker, p procmem.Process, seen map[string]pro
 // BenchmarkCgroupMemory is the memory cgroup read of a scan for 20
 // processes, each in its own memory cgroup as each executor pod is on
 // Kubernetes, so no two share a read. An op is one process's read; every
-// 20th also ends the scan. The scans run at a time past procmem.YoungFor
+// 20th also ends the scan (the reader closes what it no longer needs). The scans run at a time past procmem.YoungFor
 // after the processes started, as settled scans do, so each process's
 // /proc/<pid>/cgroup is the one the tracker kept.
 func BenchmarkCgroupMemory(b *testing.B) {
@@ -50,6 +50,7 @@ func BenchmarkCgroupMemory(b *testing.B) {
 		read cgroupRead
 	}{
 		{"read-cgroup-memory", readCgroupMemoryEachTime},
+		{"kept-dirs", (*Tracker).cgroupMemory},
 	} {
 		b.Run(v.name, func(b *testing.B) {
 			tracker, err := NewTracker(Config{ProcFS: "/proc", SysFS: "/sys", Retention: time.Minute, MaxProcesses: 1000}, log.NewNopLogger())
@@ -58,11 +59,17 @@ func BenchmarkCgroupMemory(b *testing.B) {
 			}
 			defer tracker.Stop()
 			seen := map[string]procmem.CgroupMemory{}
-			for _, p := range procs { // the first scan, which reads the files
+			endScan := func() {
+				if tracker.cgroups != nil {
+					tracker.cgroups.EndScan()
+				}
+			}
+			for _, p := range procs { // the first scan, which opens what is kept
 				if _, err := v.read(tracker, p, seen, now); err != nil {
 					b.Fatal(err)
 				}
 			}
+			endScan()
 			b.ReportAllocs()
 			reportCPU := testenv.CPUPerOp(b, syscall.RUSAGE_SELF)
 			i := 0
@@ -74,6 +81,7 @@ func BenchmarkCgroupMemory(b *testing.B) {
 					b.Fatal(err)
 				}
 				if i++; i == n {
+					endScan()
 					i = 0
 				}
 			}

@@ -91,6 +91,10 @@ func (t *Tracker) closeLives() {
 		_ = t.procs.Close()
 		t.procs = nil
 	}
+	if t.cgroups != nil {
+		_ = t.cgroups.Close()
+		t.cgroups = nil
+	}
 	for pid, l := range t.lives {
 		l.close()
 		delete(t.lives, pid)

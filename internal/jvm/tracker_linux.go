@@ -100,6 +100,7 @@ type Tracker struct {
 	buf        []byte // hsperfdata read buffer, reused across JVMs and scans
 	cgBuf      []byte // the same for /proc/<pid>/cgroup
 	cgFiles    map[int]*cgroupFile
+	cgroups    *procmem.CgroupReader // made by the first read; keeps cgroup directories open
 	ticks      map[int]tickMark
 	lives      map[int]*life // JVMs read and not yet found gone
 	onExits    exitHook

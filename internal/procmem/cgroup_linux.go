@@ -177,7 +177,12 @@ func findCgroupDir(root *os.Root, mounts []string, rel string) (string, error) {
 }
 
 func readCgroupFiles(dir *os.Root, f cgroupFiles, m *CgroupMemory) error {
-	read := dir.ReadFile
+	return readCgroupFilesWith(dir.ReadFile, f, m)
+}
+
+// readCgroupFilesWith reads and parses one cgroup's files into m; what
+// read returns is parsed before the next read, so it may reuse a buffer.
+func readCgroupFilesWith(read func(name string) ([]byte, error), f cgroupFiles, m *CgroupMemory) error {
 	parse := func(name string, parser func([]byte) (uint64, error)) (uint64, error) {
 		b, err := read(name)
 		if err != nil {

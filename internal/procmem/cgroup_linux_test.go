@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -70,18 +71,20 @@ func TestReadCgroupMemoryFixtures(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join("testdata", tc.tree)
-			got, err := ReadCgroupMemory(filepath.Join(dir, "proc"), filepath.Join(dir, "sys"), tc.pid)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error = %v, want containing %q (got %+v)", err, tc.wantErr, got)
+			for _, read := range cgroupReads(t, filepath.Join(dir, "proc"), filepath.Join(dir, "sys"), tc.pid) {
+				got, err := read.read()
+				if tc.wantErr != "" {
+					if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+						t.Fatalf("%s: error = %v, want containing %q (got %+v)", read.name, err, tc.wantErr, got)
+					}
+					continue
 				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != tc.want {
-				t.Errorf("got  %+v\nwant %+v", got, tc.want)
+				if err != nil {
+					t.Fatalf("%s: %v", read.name, err)
+				}
+				if got != tc.want {
+					t.Errorf("%s: got  %+v\nwant %+v", read.name, got, tc.want)
+				}
 			}
 		})
 	}
@@ -101,12 +104,14 @@ func TestReadCgroupMemoryNotExistOnlyWhenGone(t *testing.T) {
 		{"cgroupv1", 13, false},   // ".." path
 	} {
 		dir := filepath.Join("testdata", tc.tree)
-		_, err := ReadCgroupMemory(filepath.Join(dir, "proc"), filepath.Join(dir, "sys"), tc.pid)
-		if err == nil {
-			t.Fatalf("%s pid %d: no error", tc.tree, tc.pid)
-		}
-		if gone := errors.Is(err, fs.ErrNotExist); gone != tc.wantGone {
-			t.Errorf("%s pid %d: errors.Is(ErrNotExist) = %v, want %v (%v)", tc.tree, tc.pid, gone, tc.wantGone, err)
+		for _, read := range cgroupReads(t, filepath.Join(dir, "proc"), filepath.Join(dir, "sys"), tc.pid) {
+			_, err := read.read()
+			if err == nil {
+				t.Fatalf("%s: %s pid %d: no error", read.name, tc.tree, tc.pid)
+			}
+			if gone := errors.Is(err, fs.ErrNotExist); gone != tc.wantGone {
+				t.Errorf("%s: %s pid %d: errors.Is(ErrNotExist) = %v, want %v (%v)", read.name, tc.tree, tc.pid, gone, tc.wantGone, err)
+			}
 		}
 	}
 }
@@ -136,21 +141,51 @@ func TestReadCgroupMemoryRefusesSymlinkOutOfSysfs(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	m, err := ReadCgroupMemory(filepath.Join(base, "proc"), filepath.Join(base, "sys"), 42)
-	if err == nil {
-		t.Fatalf("read through a symlink out of sysfs: %+v", m)
+	for _, read := range cgroupReads(t, filepath.Join(base, "proc"), filepath.Join(base, "sys"), 42) {
+		m, err := read.read()
+		if err == nil {
+			t.Fatalf("%s: read through a symlink out of sysfs: %+v", read.name, m)
+		}
+		if !strings.Contains(err.Error(), "escape") {
+			t.Errorf("%s: error does not name the cgroup: %v", read.name, err)
+		}
+		t.Logf("%s: refused as expected: %v", read.name, err)
 	}
-	if !strings.Contains(err.Error(), "escape") {
-		t.Errorf("error does not name the cgroup: %v", err)
+	for _, read := range cgroupReads(t, filepath.Join(base, "proc"), filepath.Join(base, "sys"), 43) {
+		m, err := read.read()
+		if err != nil {
+			t.Fatalf("%s: symlink inside sysfs: %v", read.name, err)
+		}
+		if m.Limit != mib || m.Usage != 1024 {
+			t.Errorf("%s: got %+v", read.name, m)
+		}
 	}
-	t.Logf("refused as expected: %v", err)
-	m, err = ReadCgroupMemory(filepath.Join(base, "proc"), filepath.Join(base, "sys"), 43)
+}
+
+// cgroupRead is one way of reading a process's memory cgroup.
+type cgroupRead struct {
+	name string
+	read func() (CgroupMemory, error)
+}
+
+// cgroupReads returns the ways of reading pid's memory cgroup that must
+// agree: ReadCgroupMemory, and a CgroupReader's first read and a later
+// scan's (from the directory it kept, when it kept one) over the
+// /proc/<pid>/cgroup contents a caller holds. Without the file (a pid
+// that is gone) a caller has nothing to give a CgroupReader.
+func cgroupReads(t *testing.T, procPath, sysfsPath string, pid int) []cgroupRead {
+	reads := []cgroupRead{{"ReadCgroupMemory", func() (CgroupMemory, error) { return ReadCgroupMemory(procPath, sysfsPath, pid) }}}
+	file, err := os.ReadFile(filepath.Join(procPath, strconv.Itoa(pid), "cgroup"))
 	if err != nil {
-		t.Fatalf("symlink inside sysfs: %v", err)
+		return reads
 	}
-	if m.Limit != mib || m.Usage != 1024 {
-		t.Errorf("got %+v", m)
+	r := NewCgroupReader(procPath, sysfsPath)
+	t.Cleanup(func() { _ = r.Close() })
+	read := func() (CgroupMemory, error) {
+		defer r.EndScan()
+		return r.Read(pid, string(file))
 	}
+	return append(reads, cgroupRead{"CgroupReader", read}, cgroupRead{"CgroupReader, next scan", read})
 }
 
 func mustWrite(t *testing.T, name, content string) {

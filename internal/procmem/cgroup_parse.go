@@ -60,22 +60,43 @@ func parseV2Max(data []byte) (uint64, error) {
 // key is absent, which is not an error: older kernels lack some keys. A
 // present key with a bad value is an error.
 func parseKeyedUint(data []byte, key string) (value uint64, found bool, err error) {
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		name, rest, ok := strings.Cut(sc.Text(), " ")
-		if !ok || name != key {
+	// Line by line as bufio.Scanner splits them (a trailing \r dropped, a
+	// line over its 64 KiB buffer an error), without its buffer's
+	// allocation: memory.stat is read for every cgroup on every scan.
+	for len(data) > 0 {
+		line, rest, _ := bytes.Cut(data, []byte{'\n'})
+		data = rest
+		if len(line) > maxCgroupFileLine {
+			return 0, false, bufio.ErrTooLong
+		}
+		line = bytes.TrimSuffix(line, []byte{'\r'})
+		name, val, ok := bytes.Cut(line, []byte{' '})
+		if !ok || string(name) != key {
 			continue
 		}
-		v, err := strconv.ParseUint(strings.TrimSpace(rest), 10, 64)
+		v, err := parseDecimal(bytes.TrimSpace(val))
 		if err != nil {
-			return 0, true, fmt.Errorf("%s: not an unsigned integer: %q", key, truncate(rest, 64))
+			return 0, true, fmt.Errorf("%s: not an unsigned integer: %q", key, truncate(string(val), 64))
 		}
 		return v, true, nil
 	}
-	if err := sc.Err(); err != nil {
-		return 0, false, err
-	}
 	return 0, false, nil
+}
+
+// parseDecimal is strconv.ParseUint(string(b), 10, 64) without the
+// string's allocation for the numbers the kernel writes.
+func parseDecimal(b []byte) (uint64, error) {
+	if len(b) == 0 || len(b) > 19 { // 19 digits never overflow
+		return strconv.ParseUint(string(b), 10, 64)
+	}
+	var v uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return strconv.ParseUint(string(b), 10, 64)
+		}
+		v = v*10 + uint64(c-'0')
+	}
+	return v, nil
 }
 
 // workingSet is usage minus inactive file cache, floored at zero, as cAdvisor
@@ -101,7 +122,9 @@ func cleanCgroupPath(p string) (string, error) {
 	if strings.ContainsRune(p, 0) {
 		return "", fmt.Errorf("cgroup path contains a NUL byte")
 	}
-	for _, part := range strings.Split(p, "/") {
+	for rest := p; rest != ""; {
+		var part string
+		part, rest, _ = strings.Cut(rest, "/")
 		if part == ".." {
 			return "", fmt.Errorf("cgroup path %q leaves the cgroup namespace root (the exporter must run in the host cgroup namespace)", truncate(p, 128))
 		}

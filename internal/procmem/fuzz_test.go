@@ -1,6 +1,8 @@
 package procmem
 
 import (
+	"bufio"
+	"errors"
 	"path"
 	"strings"
 	"testing"
@@ -38,10 +40,19 @@ func FuzzParseKeyedUint(f *testing.F) {
 		f.Add([]byte("oom_kill" + sep + "1"))
 	}
 	f.Add([]byte(""))
+	f.Add([]byte("oom_kill 1\r\n"))
+	f.Add([]byte("oom_kill 12345678901234567890\n"))
+	f.Add([]byte("oom_kill 99999999999999999999\n"))
+	f.Add([]byte("oom_kill +1\n"))
+	f.Add([]byte(strings.Repeat("x", bufio.MaxScanTokenSize) + "\noom_kill 1\n"))
+	f.Add([]byte(strings.Repeat("x", bufio.MaxScanTokenSize-1) + "\noom_kill 1\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		v, found, err := parseKeyedUint(data, "oom_kill")
-		if !found && (v != 0 || err != nil) {
+		if !found && (v != 0 || err != nil) && !errors.Is(err, bufio.ErrTooLong) {
 			t.Fatalf("absent key gave %d, %v", v, err)
+		}
+		if wv, wfound, werr := scannerKeyedUint(data, "oom_kill"); v != wv || found != wfound || (err == nil) != (werr == nil) {
+			t.Fatalf("%q: got %d, %v, %v; bufio.Scanner's split gives %d, %v, %v", truncate(string(data), 80), v, found, err, wv, wfound, werr)
 		}
 		_, _ = parseV1Limit(data)
 		_, _ = parseV2Max(data)

@@ -1,0 +1,224 @@
+package procmem
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// maxCgroupDirs caps the cgroup directories a CgroupReader keeps open:
+// one per executor pod on Kubernetes. Beyond it a cgroup is opened for
+// each read, as ReadCgroupMemory does.
+const maxCgroupDirs = 1024
+
+// maxCgroupFileSize bounds a cgroup file read into the reader's buffer;
+// memory.stat, the largest, is a few KiB.
+const maxCgroupFileSize = 1 << 20
+
+// CgroupReader reads processes' memory cgroups scan after scan, as
+// ReadCgroupMemory does, with the same values and errors, for a fraction
+// of its cost: it parses the /proc/<pid>/cgroup contents its caller
+// already holds, and keeps each cgroup's directory open between scans, so
+// that a scan costs only the opening and reading of the cgroup's files.
+// Finding and opening a directory costs more than reading it, and on
+// Kubernetes each executor has a cgroup of its own.
+//
+// Directories are opened through an os.Root at the sysfs root, so neither
+// ".." nor a symlink leads out of it; files are opened beneath a kept
+// directory by their plain names without following a symlink (a symlinked
+// file, which cgroupfs never has, is read through an os.Root at the
+// directory, as ReadCgroupMemory reads it).
+//
+// A CgroupReader is not safe for concurrent use.
+type CgroupReader struct {
+	procPath, sysfsPath string
+	sysfs               *os.Root // opened by the first read
+	dirs                map[cgroupDirKey]*cgroupDir
+	maxDirs             int
+	gen                 uint64 // scans ended, for cgroupDir.used
+	buf                 []byte
+}
+
+// cgroupDirKey names a cgroup directory by what /proc/<pid>/cgroup says:
+// its hierarchy and its path.
+type cgroupDirKey struct {
+	v2          bool
+	controllers string
+	rel         string
+}
+
+type cgroupDir struct {
+	f    *os.File
+	dir  string // relative to sysfs
+	used uint64 // the scan that last read it
+}
+
+// NewCgroupReader returns a reader of the memory cgroups of the processes
+// under procPath, in the cgroup hierarchies under sysfsPath/fs/cgroup.
+func NewCgroupReader(procPath, sysfsPath string) *CgroupReader {
+	return &CgroupReader{
+		procPath: procPath, sysfsPath: sysfsPath,
+		dirs: map[cgroupDirKey]*cgroupDir{}, maxDirs: maxCgroupDirs,
+		buf: make([]byte, 4096),
+	}
+}
+
+// Read returns the memory cgroup of pid, whose /proc/<pid>/cgroup holds
+// cgroupFile. Errors are ReadCgroupMemory's: fs.ErrNotExist only when the
+// process has exited.
+func (r *CgroupReader) Read(pid int, cgroupFile string) (CgroupMemory, error) {
+	line, err := parseMemoryLine(cgroupFile)
+	if errors.Is(err, errNoMemoryCgroup) {
+		return CgroupMemory{}, fmt.Errorf("pid %d: %w", pid, err)
+	}
+	if err != nil {
+		return CgroupMemory{}, fmt.Errorf("pid %d: reading cgroup: %w", pid, err)
+	}
+	rel, err := cleanCgroupPath(line.path)
+	if err != nil {
+		return CgroupMemory{}, fmt.Errorf("pid %d: %w", pid, err)
+	}
+	m := CgroupMemory{Path: line.path, Version: 1}
+	files := v1Files
+	if line.v2 {
+		m.Version, files = 2, v2Files
+	}
+	named := func(err error) error {
+		return fmt.Errorf("pid %d: memory cgroup %q: %w", pid, truncate(line.path, 128), err)
+	}
+
+	key := cgroupDirKey{v2: line.v2, controllers: line.controllers, rel: rel}
+	if d := r.dirs[key]; d != nil {
+		err := r.readFiles(d, files, &m)
+		if err == nil {
+			d.used = r.gen
+			return m, nil
+		}
+		if !dirGone(err) {
+			return CgroupMemory{}, missingMeansGone(r.procPath, pid, named(err))
+		}
+		// Removed, and perhaps made again under the same path (a pod
+		// restarted with the same uid): look it up afresh.
+		r.drop(key)
+		m = CgroupMemory{Path: m.Path, Version: m.Version}
+	}
+
+	if r.sysfs == nil {
+		root, err := os.OpenRoot(r.sysfsPath)
+		if err != nil {
+			return CgroupMemory{}, fmt.Errorf("opening sysfs: %w", err)
+		}
+		r.sysfs = root
+	}
+	dir, err := findCgroupDir(r.sysfs, line.mounts(), rel)
+	if err != nil {
+		return CgroupMemory{}, missingMeansGone(r.procPath, pid, named(err))
+	}
+	f, err := r.sysfs.Open(dir)
+	if err != nil {
+		return CgroupMemory{}, named(err)
+	}
+	d := &cgroupDir{f: f, dir: dir, used: r.gen}
+	if err := r.readFiles(d, files, &m); err != nil {
+		_ = f.Close()
+		return CgroupMemory{}, missingMeansGone(r.procPath, pid, named(err))
+	}
+	if len(r.dirs) < r.maxDirs {
+		r.dirs[key] = d
+	} else {
+		_ = f.Close()
+	}
+	return m, nil
+}
+
+// dirGone reports the errors of a kept directory whose cgroup was
+// removed: a removed kernfs directory has no entries (ENOENT), and a file
+// opened just before the removal reads ENODEV; ESTALE is for a sysfs
+// reached over a network filesystem.
+func dirGone(err error) bool {
+	return errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESTALE) || errors.Is(err, unix.ENODEV)
+}
+
+// EndScan closes the directories no Read used since the last EndScan:
+// their processes are gone or no longer asked about.
+func (r *CgroupReader) EndScan() {
+	for k, d := range r.dirs {
+		if d.used != r.gen {
+			r.drop(k)
+		}
+	}
+	r.gen++
+}
+
+// Close closes what the reader keeps open. It may be used again after,
+// and opens anew what it needs.
+func (r *CgroupReader) Close() error {
+	for k := range r.dirs {
+		r.drop(k)
+	}
+	if r.sysfs == nil {
+		return nil
+	}
+	err := r.sysfs.Close()
+	r.sysfs = nil
+	return err
+}
+
+func (r *CgroupReader) drop(k cgroupDirKey) {
+	if d := r.dirs[k]; d != nil {
+		_ = d.f.Close()
+		delete(r.dirs, k)
+	}
+}
+
+// readFiles reads one cgroup's files beneath its directory into m.
+func (r *CgroupReader) readFiles(d *cgroupDir, files cgroupFiles, m *CgroupMemory) error {
+	return readCgroupFilesWith(func(name string) ([]byte, error) { return r.readFile(d, name) }, files, m)
+}
+
+// readFile reads a file of the directory into the reader's buffer, valid
+// until the next read.
+func (r *CgroupReader) readFile(d *cgroupDir, name string) ([]byte, error) {
+	fd, err := unix.Openat(int(d.f.Fd()), name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err == unix.ELOOP {
+		return r.readFileFollowing(d, name)
+	}
+	if err != nil {
+		return nil, &fs.PathError{Op: "openat", Path: name, Err: err}
+	}
+	defer unix.Close(fd)
+	n := 0
+	for {
+		m, err := unix.Read(fd, r.buf[n:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &fs.PathError{Op: "read", Path: name, Err: err}
+		}
+		if m == 0 {
+			return r.buf[:n], nil
+		}
+		if n += m; n == len(r.buf) {
+			if len(r.buf) >= maxCgroupFileSize {
+				return nil, fmt.Errorf("%s larger than %d bytes", name, maxCgroupFileSize)
+			}
+			r.buf = append(r.buf, make([]byte, len(r.buf))...)
+		}
+	}
+}
+
+// readFileFollowing reads a file that is a symlink the way
+// ReadCgroupMemory does: through an os.Root at its directory, which
+// follows it only if it stays beneath.
+func (r *CgroupReader) readFileFollowing(d *cgroupDir, name string) ([]byte, error) {
+	root, err := r.sysfs.OpenRoot(d.dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	return root.ReadFile(name)
+}
