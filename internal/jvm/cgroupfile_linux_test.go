@@ -127,3 +127,72 @@ func TestCgroupFilesOfGoneProcessesForgotten(t *testing.T) {
 		t.Error("the entry of a gone process is kept")
 	}
 }
+
+// The tracker keeps a JVM's cgroup directory open from scan to scan, and
+// closes it after the first scan that reads no process in it, and on Stop.
+func TestCgroupDirClosedWhenNoJVMUsesIt(t *testing.T) {
+	procs := startInOwnCgroups(t, 2)
+	tr, err := NewTracker(Config{ProcFS: "/proc", SysFS: "/sys", Retention: time.Minute, MaxProcesses: 10}, log.NewNopLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Stop()
+	w, err := procmem.NewProcessWatch("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	dirOf := func(p procmem.Process) string {
+		m, err := tr.cgroupMemory(p, map[string]procmem.CgroupMemory{}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Version == 2 {
+			return filepath.Join("/sys/fs/cgroup", m.Path)
+		}
+		return filepath.Join("/sys/fs/cgroup/memory", m.Path)
+	}
+	scan := func(read ...procmem.Process) {
+		t.Helper()
+		table, err := w.Scan(time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]procmem.CgroupMemory{}
+		for _, p := range read {
+			if _, err := tr.cgroupMemory(p, seen, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tr.forgetCgroupFiles(table)
+	}
+	a, b := dirOf(procs[0]), dirOf(procs[1])
+	scan(procs...)
+	if na, nb := openFDsOn(t, a), openFDsOn(t, b); na != 1 || nb != 1 {
+		t.Fatalf("after a scan that read both: %d, %d descriptors open on their cgroups, want 1, 1", na, nb)
+	}
+	scan(procs[0])
+	if na, nb := openFDsOn(t, a), openFDsOn(t, b); na != 1 || nb != 0 {
+		t.Errorf("after a scan that read only the first: %d, %d descriptors open, want 1, 0", na, nb)
+	}
+	tr.Stop()
+	if na := openFDsOn(t, a); na != 0 {
+		t.Errorf("after Stop: %d descriptors open on %s", na, a)
+	}
+}
+
+// openFDsOn counts this process's descriptors open on path.
+func openFDsOn(t *testing.T, path string) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range entries {
+		if target, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name())); err == nil && target == path {
+			n++
+		}
+	}
+	return n
+}

@@ -162,6 +162,38 @@ func TestReadCgroupMemoryRefusesSymlinkOutOfSysfs(t *testing.T) {
 	}
 }
 
+// A cgroup file that is a symlink is read only when it stays in the
+// cgroup's directory (cgroupfs has none; the rule is os.Root's).
+func TestReadCgroupMemorySymlinkedFile(t *testing.T) {
+	base := t.TempDir()
+	sys := filepath.Join(base, "sys")
+	for _, cg := range []string{"out", "in"} {
+		dir := filepath.Join(sys, "fs", "cgroup", "memory", cg)
+		mustWrite(t, filepath.Join(dir, "memory.limit_in_bytes"), "1048576\n")
+		mustWrite(t, filepath.Join(dir, "memory.usage_in_bytes"), "1024\n")
+		mustWrite(t, filepath.Join(dir, "stat.real"), "total_inactive_file 24\n")
+	}
+	mustWrite(t, filepath.Join(sys, "fs", "cgroup", "memory", "elsewhere.stat"), "total_inactive_file 0\n")
+	if err := os.Symlink("../elsewhere.stat", filepath.Join(sys, "fs", "cgroup", "memory", "out", "memory.stat")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("stat.real", filepath.Join(sys, "fs", "cgroup", "memory", "in", "memory.stat")); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, filepath.Join(base, "proc", "42", "cgroup"), "4:memory:/out\n")
+	mustWrite(t, filepath.Join(base, "proc", "43", "cgroup"), "4:memory:/in\n")
+	for _, read := range cgroupReads(t, filepath.Join(base, "proc"), sys, 42) {
+		if m, err := read.read(); err == nil || !strings.Contains(err.Error(), "memory.stat") {
+			t.Errorf("%s: memory.stat linked out of its directory: %+v, %v; want an error naming it", read.name, m, err)
+		}
+	}
+	for _, read := range cgroupReads(t, filepath.Join(base, "proc"), sys, 43) {
+		if m, err := read.read(); err != nil || m.WorkingSet != 1000 {
+			t.Errorf("%s: memory.stat linked inside its directory: %+v, %v; want a working set of 1000", read.name, m, err)
+		}
+	}
+}
+
 // cgroupRead is one way of reading a process's memory cgroup.
 type cgroupRead struct {
 	name string
