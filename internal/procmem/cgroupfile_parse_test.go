@@ -4,13 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/prometheus/procfs"
 )
 
 // cgroupFileSeeds are /proc/<pid>/cgroup contents: real ones (a cgroup v1
@@ -76,97 +72,6 @@ func TestParseMemoryLine(t *testing.T) {
 		if err != nil || got != tc.want {
 			t.Errorf("%q: got %+v, %v; want %+v", truncate(tc.in, 60), got, err, tc.want)
 		}
-	}
-}
-
-// procfsMemoryLine is what ReadCgroupMemory makes of the same contents:
-// procfs parses the file and memoryCgroup picks the line.
-func procfsMemoryLine(t *testing.T, procDir string) (memoryLine, []string, error) {
-	t.Helper()
-	pfs, err := procfs.NewFS(procDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := pfs.Proc(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cgroups, err := p.Cgroups()
-	if err != nil {
-		return memoryLine{}, nil, err
-	}
-	cg, dirs, err := memoryCgroup(cgroups)
-	if err != nil {
-		return memoryLine{}, nil, err
-	}
-	return memoryLine{v2: cg.HierarchyID == 0 && len(cg.Controllers) == 0, controllers: strings.Join(cg.Controllers, ","), path: cg.Path}, dirs, nil
-}
-
-// The parser agrees with procfs and memoryCgroup on whether the contents
-// are accepted, on the line picked, and on the mount directories.
-func FuzzParseMemoryLine(f *testing.F) {
-	for _, s := range cgroupFileSeeds {
-		f.Add(s)
-	}
-	procDir := f.TempDir()
-	f.Fuzz(func(t *testing.T, data string) {
-		got, err := parseMemoryLine(data)
-		if err == nil && !strings.Contains(data, got.path) {
-			t.Fatalf("path %q is not from the input", got.path)
-		}
-		if err := os.MkdirAll(filepath.Join(procDir, "1"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(procDir, "1", "cgroup"), []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		want, wantDirs, wantErr := procfsMemoryLine(t, procDir)
-		if (err == nil) != (wantErr == nil) || errors.Is(err, errNoMemoryCgroup) != (wantErr != nil && strings.Contains(wantErr.Error(), "no memory cgroup")) {
-			t.Fatalf("%q: error %v, procfs and memoryCgroup: %v", truncate(data, 80), err, wantErr)
-		}
-		if err != nil {
-			return
-		}
-		if got != want {
-			t.Fatalf("%q: got %+v, procfs and memoryCgroup: %+v", truncate(data, 80), got, want)
-		}
-		if dirs := got.mounts(); strings.Join(dirs, "\n") != strings.Join(wantDirs, "\n") {
-			t.Fatalf("%q: mounts %q, memoryCgroup's %q", truncate(data, 80), dirs, wantDirs)
-		}
-	})
-}
-
-// Every process on this machine: the parser and procfs agree.
-func TestParseMemoryLineLive(t *testing.T) {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	procDir := t.TempDir()
-	n := 0
-	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cgroup"))
-		if err != nil {
-			continue // gone
-		}
-		if err := os.MkdirAll(filepath.Join(procDir, "1"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(procDir, "1", "cgroup"), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		want, _, wantErr := procfsMemoryLine(t, procDir)
-		got, err := parseMemoryLine(string(data))
-		if err != nil || wantErr != nil || got != want {
-			t.Errorf("pid %s %q: got %+v, %v; procfs %+v, %v", e.Name(), data, got, err, want, wantErr)
-		}
-		n++
-	}
-	if n == 0 {
-		t.Fatal("no process read")
 	}
 }
 
