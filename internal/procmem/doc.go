@@ -10,6 +10,10 @@
 //	rss := table.TreeRSS(pid)                    // {JVM, Python, Other} bytes over pid + descendants
 //	cg, err := procmem.ReadCgroupMemory(procPath, sysfsPath, pid)
 //
+//	r := procmem.NewCgroupReader(procPath, sysfsPath) // once, kept from scan to scan
+//	cg, err := r.Read(pid, cgroupFile)                // cgroupFile: /proc/<pid>/cgroup as the caller holds it
+//	r.EndScan()                                       // closes the cgroups no Read asked for in this scan
+//
 // NewProcessTable(fs) is the other way to a table: every process read once
 // with procfs, immutable and safe for concurrent use; tests compare the two.
 //
@@ -100,7 +104,18 @@
 // systemd's memory -> cpu,memory, is fine). A bad value in a cgroup file is an
 // error naming the file.
 //
-// ReadCgroupMemory is dominated by syscalls (five small files): a caller
-// should read each distinct cgroup once per scan when several processes
-// share one. Benchmark figures are in docs/performance.md.
+// ReadCgroupMemory finds the cgroup from scratch on every call: procfs
+// parses /proc/<pid>/cgroup, sysfs is opened and walked to the directory.
+// A scanner that reads the same cgroups again and again (on Kubernetes each
+// executor has its own) uses a CgroupReader instead: it parses the
+// /proc/<pid>/cgroup contents the caller already holds, keeps each
+// cgroup's directory open between scans (at most 1024; opened through the
+// os.Root, so the same symlink rule holds) and opens only the four files
+// beneath it on each read, with the same values and errors. A kept
+// directory whose cgroup was removed reads ENOENT (ENODEV, ESTALE) and is
+// looked up again by its path, which finds a cgroup made again under the
+// same name. What is left is the kernel producing the files, memory.stat
+// the most of it (BenchmarkCgroupFile). A caller should still read each
+// distinct cgroup once per scan when several processes share one.
+// Benchmark figures are in docs/performance.md.
 package procmem
