@@ -38,9 +38,11 @@ func readCgroupMemoryEachTime(t *Tracker, p procmem.Process, seen map[string]pro
 // BenchmarkCgroupMemory is the memory cgroup read of a scan for 20
 // processes, each in its own memory cgroup as each executor pod is on
 // Kubernetes, so no two share a read. An op is one process's read; every
-// 20th also ends the scan (the reader closes what it no longer needs). The scans run at a time past procmem.YoungFor
-// after the processes started, as settled scans do, so each process's
-// /proc/<pid>/cgroup is the one the tracker kept.
+// 20th also ends the scan (the reader closes what it no longer needs).
+// The scans run at a time past procmem.YoungFor after the processes
+// started, as settled scans do, so each process's /proc/<pid>/cgroup is
+// the one the tracker kept. read-cgroup-memory is the one-shot
+// ReadCgroupMemory; kept-dirs is the tracker's read.
 func BenchmarkCgroupMemory(b *testing.B) {
 	const n = 20
 	procs := startInOwnCgroups(b, n)
