@@ -12,6 +12,7 @@
 #   OLD=9912dca bench/run.sh          # also the exporter built at another revision, side by side
 #   BUSIER=500 bench/run.sh 20        # then, in the same run, readings without and with 500 more
 #                                     # processes, alternately, three rounds
+#   CGROUP_PER_JVM=1 bench/run.sh     # each JVM in a memory cgroup of its own, as on Kubernetes
 #
 # Writes bench/results/latest.jsonl and prints the summary table that
 # docs/performance.md shows. Everything listens on 127.0.0.1 only.
@@ -44,9 +45,11 @@ fi
 
 work="$(mktemp -d)"
 pids=()
+cgroups=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
+  for ((c = ${#cgroups[@]} - 1; c >= 0; c--)); do rmdir "${cgroups[c]}" 2>/dev/null || true; done
   rm -rf "$work"
 }
 trap cleanup EXIT INT TERM
@@ -111,11 +114,33 @@ jvms() {
   curl -sf "http://127.0.0.1:$ee_port/metrics" | grep -c '^executor_jvm_info{.*app_id="app-bench"' || true
 }
 
+# CGROUP_PER_JVM: each JVM in a memory cgroup of its own with a 256 MiB
+# limit (cgroup v1 or v2, whichever has the memory controller), as each
+# executor is in its pod's container cgroup on Kubernetes.
+cgroup_parent=""
+if [ -n "${CGROUP_PER_JVM:-}" ]; then
+  if [ -e /sys/fs/cgroup/memory/memory.limit_in_bytes ]; then
+    cgroup_parent=/sys/fs/cgroup/memory/ee-bench-$$ limit_file=memory.limit_in_bytes
+  elif grep -qw memory /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null; then
+    cgroup_parent=/sys/fs/cgroup/ee-bench-$$ limit_file=memory.max
+  else
+    echo "CGROUP_PER_JVM: no memory cgroup controller" >&2; exit 1
+  fi
+  mkdir "$cgroup_parent"; cgroups+=("$cgroup_parent")
+  [ "$limit_file" = memory.max ] && echo +memory >"$cgroup_parent/cgroup.subtree_control"
+fi
+
 jvm_pids=()
 start_jvms() {
-  local want="$1" i
+  local want="$1" i launch
   for ((i = ${#jvm_pids[@]}; i < want; i++)); do
-    java -Xmx16m -Xms16m -XX:+UseSerialGC -Xss256k -XX:TieredStopAtLevel=1 -XX:CICompilerCount=1 \
+    launch=()
+    if [ -n "$cgroup_parent" ]; then
+      mkdir "$cgroup_parent/jvm-$i"; cgroups+=("$cgroup_parent/jvm-$i")
+      echo $((256 << 20)) >"$cgroup_parent/jvm-$i/$limit_file"
+      launch=(sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$cgroup_parent/jvm-$i")
+    fi
+    "${launch[@]}" java -Xmx16m -Xms16m -XX:+UseSerialGC -Xss256k -XX:TieredStopAtLevel=1 -XX:CICompilerCount=1 \
       -cp "$work/classes" org.apache.spark.executor.CoarseGrainedExecutorBackend \
       --executor-id "$((i + 1))" --app-id app-bench --exit-after-s 3600 >/dev/null 2>&1 &
     jvm_pids+=("$!"); pids+=("$!")
@@ -131,12 +156,13 @@ jvms_started=$SECONDS
 
 
 machine() {
-  printf '{"kind":"machine","nproc":%s,"mem_total_kib":%s,"kernel":"%s","cpu":"%s","java":"%s","node_exporter":"%s","exporter":"%s"}\n' \
+  printf '{"kind":"machine","nproc":%s,"mem_total_kib":%s,"kernel":"%s","cpu":"%s","java":"%s","node_exporter":"%s","exporter":"%s","cgroup_per_jvm":%s}\n' \
     "$(nproc)" "$(awk '/MemTotal/ {print $2}' /proc/meminfo)" "$(uname -r)" \
     "$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)" \
     "$(java -version 2>&1 | head -1 | tr -d '"')" \
     "$(prometheus-node-exporter --version 2>&1 | head -1)" \
-    "$(./executor_exporter --version 2>&1 | head -1)"
+    "$(./executor_exporter --version 2>&1 | head -1)" \
+    "$([ -n "$cgroup_parent" ] && echo true || echo false)"
 }
 
 : >"$out"

@@ -27,6 +27,8 @@ def main():
           f"{machine['mem_total_kib'] / 2**20:.1f} GiB, Linux {machine['kernel']}, {machine['java']}")
     print(f"node_exporter: {machine['node_exporter']}")
     print(f"executor_exporter: {machine['exporter']}")
+    if machine.get("cgroup_per_jvm"):
+        print("each JVM in a memory cgroup of its own")
     procs = sorted({r.get("processes") for r in rows if r["kind"] == "scrape" and r.get("processes")})
     if procs:
         print(f"processes on the machine during the runs: {procs[0]}–{procs[-1]}")
