@@ -10,6 +10,7 @@ import (
 	"github.com/go-kit/log"
 
 	"github.com/executor-exporter/executor_exporter/internal/procmem"
+	"github.com/executor-exporter/executor_exporter/internal/testenv"
 )
 
 const fixtureBoot = 1700000000 // btime of the fixture procfs
@@ -168,31 +169,15 @@ func TestCgroupDirClosedWhenNoJVMUsesIt(t *testing.T) {
 	}
 	a, b := dirOf(procs[0]), dirOf(procs[1])
 	scan(procs...)
-	if na, nb := openFDsOn(t, a), openFDsOn(t, b); na != 1 || nb != 1 {
+	if na, nb := testenv.OpenFDsOn(t, a), testenv.OpenFDsOn(t, b); na != 1 || nb != 1 {
 		t.Fatalf("after a scan that read both: %d, %d descriptors open on their cgroups, want 1, 1", na, nb)
 	}
 	scan(procs[0])
-	if na, nb := openFDsOn(t, a), openFDsOn(t, b); na != 1 || nb != 0 {
+	if na, nb := testenv.OpenFDsOn(t, a), testenv.OpenFDsOn(t, b); na != 1 || nb != 0 {
 		t.Errorf("after a scan that read only the first: %d, %d descriptors open, want 1, 0", na, nb)
 	}
 	tr.Stop()
-	if na := openFDsOn(t, a); na != 0 {
+	if na := testenv.OpenFDsOn(t, a); na != 0 {
 		t.Errorf("after Stop: %d descriptors open on %s", na, a)
 	}
-}
-
-// openFDsOn counts this process's descriptors open on path.
-func openFDsOn(t *testing.T, path string) int {
-	t.Helper()
-	entries, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, e := range entries {
-		if target, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name())); err == nil && target == path {
-			n++
-		}
-	}
-	return n
 }

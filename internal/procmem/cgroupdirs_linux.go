@@ -190,25 +190,12 @@ func (r *CgroupReader) readFile(d *cgroupDir, name string) ([]byte, error) {
 		return nil, &fs.PathError{Op: "openat", Path: name, Err: err}
 	}
 	defer unix.Close(fd)
-	n := 0
-	for {
-		m, err := unix.Read(fd, r.buf[n:])
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, &fs.PathError{Op: "read", Path: name, Err: err}
-		}
-		if m == 0 {
-			return r.buf[:n], nil
-		}
-		if n += m; n == len(r.buf) {
-			if len(r.buf) >= maxCgroupFileSize {
-				return nil, fmt.Errorf("%s larger than %d bytes", name, maxCgroupFileSize)
-			}
-			r.buf = append(r.buf, make([]byte, len(r.buf))...)
-		}
+	data, buf, err := preadAllLimit(fd, r.buf, maxCgroupFileSize)
+	r.buf = buf
+	if err != nil {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: err}
 	}
+	return data, nil
 }
 
 // readFileFollowing reads a file that is a symlink the way

@@ -42,22 +42,6 @@ func cgroupFileOf(t *testing.T, pid int) string {
 	return string(b)
 }
 
-// openDirs counts this process's descriptors open on dir.
-func openDirs(t *testing.T, dir string) int {
-	t.Helper()
-	entries, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, e := range entries {
-		if target, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name())); err == nil && target == dir {
-			n++
-		}
-	}
-	return n
-}
-
 func readLive(t *testing.T, r *CgroupReader, pid int) CgroupMemory {
 	t.Helper()
 	m, err := r.Read(pid, cgroupFileOf(t, pid))
@@ -78,21 +62,21 @@ func TestCgroupReaderClosesUnusedDirs(t *testing.T) {
 	readLive(t, r, pa)
 	readLive(t, r, pb)
 	r.EndScan()
-	if na, nb := openDirs(t, a.Dir), openDirs(t, b.Dir); na != 1 || nb != 1 {
+	if na, nb := testenv.OpenFDsOn(t, a.Dir), testenv.OpenFDsOn(t, b.Dir); na != 1 || nb != 1 {
 		t.Fatalf("after a scan that read both: %d and %d descriptors open on their directories, want 1 and 1", na, nb)
 	}
 	readLive(t, r, pa)
-	if nb := openDirs(t, b.Dir); nb != 1 {
+	if nb := testenv.OpenFDsOn(t, b.Dir); nb != 1 {
 		t.Fatalf("closed before the scan ended: %d descriptors on %s", nb, b.Dir)
 	}
 	r.EndScan()
-	if na, nb := openDirs(t, a.Dir), openDirs(t, b.Dir); na != 1 || nb != 0 {
+	if na, nb := testenv.OpenFDsOn(t, a.Dir), testenv.OpenFDsOn(t, b.Dir); na != 1 || nb != 0 {
 		t.Errorf("after a scan that read only %s: %d and %d descriptors open, want 1 and 0", a.Path, na, nb)
 	}
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if na := openDirs(t, a.Dir); na != 0 {
+	if na := testenv.OpenFDsOn(t, a.Dir); na != 0 {
 		t.Errorf("after Close: %d descriptors open on %s", na, a.Dir)
 	}
 	// Used again after Close, it opens what it needs.
@@ -112,7 +96,7 @@ func TestCgroupReaderCap(t *testing.T) {
 		if ma, mb := readLive(t, r, pa), readLive(t, r, pb); ma.Limit != 32<<20 || mb.Limit != 48<<20 {
 			t.Errorf("limits %d, %d; want %d, %d", ma.Limit, mb.Limit, 32<<20, 48<<20)
 		}
-		if na, nb := openDirs(t, a.Dir), openDirs(t, b.Dir); na != 1 || nb != 0 {
+		if na, nb := testenv.OpenFDsOn(t, a.Dir), testenv.OpenFDsOn(t, b.Dir); na != 1 || nb != 0 {
 			t.Errorf("%d and %d descriptors open, want 1 (kept) and 0 (over the cap)", na, nb)
 		}
 		r.EndScan()

@@ -1,7 +1,7 @@
 package procmem
 
 import (
-	"errors"
+	"fmt"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -80,9 +80,18 @@ func (w *ProcessWatch) Close() error {
 	return w.dir.Close()
 }
 
-// preadAll reads a small procfs file from offset 0 into buf, growing it
-// when the file does not fit, and returns the data and the buffer to reuse.
+// preadAll reads a small kernel-made file (procfs, cgroupfs) from offset
+// 0 into buf, growing it when the file does not fit, up to 64 KiB, and
+// returns the data and the buffer to reuse. Such a file is made anew by a
+// read at offset 0, so a descriptor can be kept and read again.
 func preadAll(fd int, buf []byte) (data, reuse []byte, err error) {
+	return preadAllLimit(fd, buf, 64<<10)
+}
+
+func preadAllLimit(fd int, buf []byte, limit int) (data, reuse []byte, err error) {
+	if len(buf) == 0 {
+		buf = make([]byte, 4096)
+	}
 	n := 0
 	for {
 		m, err := unix.Pread(fd, buf[n:], int64(n))
@@ -97,8 +106,8 @@ func preadAll(fd int, buf []byte) (data, reuse []byte, err error) {
 		}
 		n += m
 		if n == len(buf) {
-			if len(buf) >= 64<<10 {
-				return nil, buf, errors.New("stat file larger than 64 KiB")
+			if len(buf) >= limit {
+				return nil, buf, fmt.Errorf("file larger than %d bytes", limit)
 			}
 			buf = append(buf, make([]byte, len(buf))...)
 		}
@@ -114,24 +123,5 @@ func readStatAt(dirfd int, name string, buf []byte) (data, reuse []byte, err err
 		return nil, buf, err
 	}
 	defer unix.Close(fd)
-	n := 0
-	for {
-		m, err := unix.Read(fd, buf[n:])
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, buf, err
-		}
-		if m == 0 {
-			return buf[:n], buf, nil
-		}
-		n += m
-		if n == len(buf) {
-			if len(buf) >= 64<<10 {
-				return nil, buf, errors.New("stat file larger than 64 KiB")
-			}
-			buf = append(buf, make([]byte, len(buf))...)
-		}
-	}
+	return preadAll(fd, buf)
 }
