@@ -177,18 +177,21 @@ for n in "${counts[@]}"; do
   # Executors live for minutes to hours; their first 30 s (the young
   # window, read again on every scan on purpose) are not what a node pays.
   while ((SECONDS - extra_started < 35 || SECONDS - jvms_started < 35)); do sleep 1; done
-  python3 bench/scrape.py "http://127.0.0.1:$ee_port/metrics" "$ee_pid" "$scrapes" |
-    sed "s/^{/{\"kind\":\"scrape\",\"target\":\"executor_exporter\",\"jvms\":$n,/" >>"$out"
-  python3 bench/scrape.py "http://127.0.0.1:$default_port/metrics" "$default_pid" "$scrapes" |
-    sed "s/^{/{\"kind\":\"scrape\",\"target\":\"executor_exporter_default\",\"jvms\":$n,/" >>"$out"
-  python3 bench/scrape.py "http://127.0.0.1:$ne_port/metrics" "$ne_pid" "$((scrapes / 3))" |
-    sed "s/^{/{\"kind\":\"scrape\",\"target\":\"node_exporter\",\"jvms\":$n,/" >>"$out"
+  # All exporters in turn, one scrape each per round (scrape.py), so the
+  # machine's other work weighs on them alike.
+  targets=(executor_exporter executor_exporter_default node_exporter)
+  args=("http://127.0.0.1:$ee_port/metrics" "$ee_pid" "http://127.0.0.1:$default_port/metrics" "$default_pid"
+    "http://127.0.0.1:$ne_port/metrics" "$ne_pid")
   if [ -n "${OLD:-}" ]; then
-    python3 bench/scrape.py "http://127.0.0.1:${OLD_PORT:-19485}/metrics" "$old_pid" "$scrapes" |
-      sed "s/^{/{\"kind\":\"scrape\",\"target\":\"executor_exporter_old\",\"jvms\":$n,/" >>"$out"
-    python3 bench/scrape.py "http://127.0.0.1:${OLD_DEFAULT_PORT:-19486}/metrics" "$old_default_pid" "$scrapes" |
-      sed "s/^{/{\"kind\":\"scrape\",\"target\":\"executor_exporter_old_default\",\"jvms\":$n,/" >>"$out"
+    targets+=(executor_exporter_old executor_exporter_old_default)
+    args+=("http://127.0.0.1:${OLD_PORT:-19485}/metrics" "$old_pid" "http://127.0.0.1:${OLD_DEFAULT_PORT:-19486}/metrics" "$old_default_pid")
   fi
+  python3 bench/scrape.py "$scrapes" "${args[@]}" >"$work/scrapes.jsonl"
+  i=0
+  while read -r line; do
+    echo "{\"kind\":\"scrape\",\"target\":\"${targets[i]}\",\"jvms\":$n,${line#\{}" >>"$out"
+    i=$((i + 1))
+  done <"$work/scrapes.jsonl"
 
   # Latency with a public tool; curl's own start-up is in both.
   hyperfine -N --warmup 10 --runs 100 --export-json "$work/hf.json" \
@@ -223,7 +226,7 @@ done
 # background sampling, without and with BUSIER more sleeping processes,
 # each measured once they are older than the young window.
 reading() { # reading N EXTRA ROUND
-  python3 bench/scrape.py "http://127.0.0.1:$ee_port/metrics" "$ee_pid" "$scrapes" |
+  python3 bench/scrape.py "$scrapes" "http://127.0.0.1:$ee_port/metrics" "$ee_pid" |
     sed "s/^{/{\"kind\":\"reading\",\"jvms\":$1,\"extra\":$2,\"round\":$3,/" >>"$out"
   c0="$(cpu_ns "$idle_pid")"; sleep 20; c1="$(cpu_ns "$idle_pid")"
   printf '{"kind":"reading_background","jvms":%s,"extra":%s,"round":%s,"cpu_seconds_per_second":%s}\n' \

@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""Scrape a metrics URL COUNT times in a row, with the headers Prometheus
-sends (OpenMetrics or text, gzip), and report what one scrape cost the
-server: CPU time (utime+stime of PID from /proc/PID/stat, before and after)
-and latency as this client saw it. Prints one JSON object.
+"""Scrape metrics URLs COUNT times each, in turn (one scrape of each, then
+the next round), with the headers Prometheus sends (OpenMetrics or text,
+gzip), and report what one scrape cost each server: CPU time (the sum of
+its threads' /proc/PID/task/*/schedstat, in nanoseconds, before and after)
+and latency as this client saw it. Taking the servers in turn puts the
+machine's other work, which moves from minute to minute, on all of them
+alike. Prints one JSON object per URL, in the order given.
 
-usage: scrape.py URL PID COUNT
+usage: scrape.py COUNT URL PID [URL PID ...]
 """
 import json
 import os
@@ -30,15 +33,17 @@ def fetch(url):
             return raw, gzip.decompress(raw)
         return raw, raw
 
-TICK = os.sysconf("SC_CLK_TCK")
-
-
 def cpu_seconds(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        stat = f.read()
-    # The command name may hold spaces: fields after the last ')'.
-    fields = stat[stat.rindex(")") + 2:].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
+    """CPU time of a process so far: the sum over its threads (those alive
+    now; a server's threads live as long as it does)."""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except FileNotFoundError:
+            pass
+    return total / 1e9
 
 
 def rss_bytes(pid):
@@ -52,36 +57,43 @@ def rss_bytes(pid):
 
 
 def main():
-    url, pid, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    wire, body = fetch(url)  # warm-up
-    # JVMs the exporter reads: the benchmark's and any other on the machine.
-    seen = [float(line.split()[1]) for line in body.decode().splitlines()
-            if line.startswith("executor_jvm_processes ")]
-    latencies = []
-    before = cpu_seconds(pid)
+    count = int(sys.argv[1])
+    targets = [(sys.argv[i], int(sys.argv[i + 1])) for i in range(2, len(sys.argv), 2)]
+    first = {}
+    for url, pid in targets:
+        wire, body = fetch(url)  # warm-up
+        # JVMs the exporter reads: the benchmark's and any other on the machine.
+        seen = [float(line.split()[1]) for line in body.decode().splitlines()
+                if line.startswith("executor_jvm_processes ")]
+        first[url] = (wire, body, int(seen[0]) if seen else None)
+    latencies = {url: [] for url, _ in targets}
+    before = {url: cpu_seconds(pid) for url, pid in targets}
     began = time.perf_counter()
     for _ in range(count):
-        start = time.perf_counter()
-        fetch(url)
-        latencies.append(time.perf_counter() - start)
-    after = cpu_seconds(pid)
+        for url, _ in targets:
+            start = time.perf_counter()
+            fetch(url)
+            latencies[url].append(time.perf_counter() - start)
+    after = {url: cpu_seconds(pid) for url, pid in targets}
     seconds = time.perf_counter() - began
-    latencies.sort()
-    print(json.dumps({
-        "url": url,
-        "scrapes": count,
-        "bytes": len(body),
-        "wire_bytes": len(wire),
-        "jvms_seen": int(seen[0]) if seen else None,
-        "loadavg": open("/proc/loadavg").read().split()[0],
-        "processes": sum(1 for d in os.listdir("/proc") if d.isdigit()),
-        "seconds": seconds,
-        "cpu_seconds_per_scrape": (after - before) / count,
-        "latency_median_seconds": statistics.median(latencies),
-        "latency_p90_seconds": latencies[int(0.9 * (count - 1))],
-        "latency_p99_seconds": latencies[int(0.99 * (count - 1))],
-        **rss_bytes(pid),
-    }))
+    for url, pid in targets:
+        lat = sorted(latencies[url])
+        wire, body, seen = first[url]
+        print(json.dumps({
+            "url": url,
+            "scrapes": count,
+            "bytes": len(body),
+            "wire_bytes": len(wire),
+            "jvms_seen": seen,
+            "loadavg": open("/proc/loadavg").read().split()[0],
+            "processes": sum(1 for d in os.listdir("/proc") if d.isdigit()),
+            "seconds": seconds,
+            "cpu_seconds_per_scrape": (after[url] - before[url]) / count,
+            "latency_median_seconds": statistics.median(lat),
+            "latency_p90_seconds": lat[int(0.9 * (count - 1))],
+            "latency_p99_seconds": lat[int(0.99 * (count - 1))],
+            **rss_bytes(pid),
+        }))
 
 
 if __name__ == "__main__":
