@@ -57,46 +57,7 @@ func (c *counters) collect(entries []Entry) {
 }
 
 // add records one entry. It keeps e's strings, not e.
-func (c *counters) add(e *Entry) {
-	switch name := e.Name; {
-	case strings.HasPrefix(name, "sun.gc."):
-		c.collectGC(name[len("sun.gc."):], e)
-	case name == "sun.os.hrt.frequency":
-		c.frequency = e.Long
-	case name == "sun.os.hrt.ticks":
-		if e.Type == TypeLong && !c.ticksSeen {
-			c.ticks, c.ticksSeen = e.Long, true
-		}
-	case name == "sun.rt.safepointTime":
-		c.safepointTicks = e.Long
-	case name == "sun.rt.createVmBeginTime":
-		c.vmBeginMillis = e.Long
-	case name == "sun.rt.createVmEndTime":
-		c.vmEndMillis = e.Long
-	case name == "java.threads.live":
-		c.threadsLive = e.Long
-	case name == "java.threads.daemon":
-		c.threadsDaemon = e.Long
-	case name == "java.cls.loadedClasses":
-		c.classesLoaded = e.Long
-	case name == "java.cls.sharedLoadedClasses":
-		c.sharedClassesLoaded = e.Long
-	case name == "java.cls.unloadedClasses":
-		c.classesUnloaded = e.Long
-	case name == "java.cls.sharedUnloadedClasses":
-		c.sharedClassesUnloaded = e.Long
-	case name == "java.property.java.vm.version":
-		c.vmVersion = e.String
-	case name == "java.vm.version":
-		c.fallbackVMVersion = e.String
-	case name == "sun.rt.javaCommand":
-		c.javaCommand = e.String
-	case name == "java.rt.vmArgs":
-		c.vmArgs = e.String
-	case name == "java.rt.vmFlags":
-		c.vmFlags = e.String
-	}
-}
+func (c *counters) add(e *Entry) { c.set(targetOf(e.Name), e) }
 
 // finish applies the fallbacks once every entry is added.
 func (c *counters) finish() {
@@ -105,62 +66,225 @@ func (c *counters) finish() {
 	}
 }
 
-// collectGC takes a name with "sun.gc." removed.
-func (c *counters) collectGC(name string, e *Entry) {
+// target is the field of counters an entry's name feeds, found once by
+// name so that a Plan can feed it again by offset, without the names. i
+// and j index generation (or spaceMetaspace, spaceClass) and space, or the
+// collector.
+type target struct {
+	kind targetKind
+	i, j uint8
+}
+
+type targetKind uint8
+
+const (
+	noTarget targetKind = iota
+	tFrequency
+	tTicks
+	tSafepoint
+	tVMBegin
+	tVMEnd
+	tThreadsLive
+	tThreadsDaemon
+	tLoaded
+	tSharedLoaded
+	tUnloaded
+	tSharedUnloaded
+	tVMVersion
+	tFallbackVMVersion
+	tJavaCommand
+	tVMArgs
+	tVMFlags
+	tPolicyName
+	tGenName
+	tGenMax
+	tSpaceName
+	tSpaceUsed
+	tSpaceCapacity
+	tSpaceMax
+	tCollectorName
+	tCollectorInvocations
+	tCollectorTime
+)
+
+// Values of target.i for the two non-heap spaces, past any generation.
+const (
+	spaceMetaspace = maxGenerations + iota
+	spaceClass
+)
+
+// targetOf names the field an entry feeds; noTarget for the entries Stats
+// does not read.
+func targetOf(name string) target {
+	var k targetKind
+	switch {
+	case strings.HasPrefix(name, "sun.gc."):
+		return gcTarget(name[len("sun.gc."):])
+	case name == "sun.os.hrt.frequency":
+		k = tFrequency
+	case name == "sun.os.hrt.ticks":
+		k = tTicks
+	case name == "sun.rt.safepointTime":
+		k = tSafepoint
+	case name == "sun.rt.createVmBeginTime":
+		k = tVMBegin
+	case name == "sun.rt.createVmEndTime":
+		k = tVMEnd
+	case name == "java.threads.live":
+		k = tThreadsLive
+	case name == "java.threads.daemon":
+		k = tThreadsDaemon
+	case name == "java.cls.loadedClasses":
+		k = tLoaded
+	case name == "java.cls.sharedLoadedClasses":
+		k = tSharedLoaded
+	case name == "java.cls.unloadedClasses":
+		k = tUnloaded
+	case name == "java.cls.sharedUnloadedClasses":
+		k = tSharedUnloaded
+	case name == "java.property.java.vm.version":
+		k = tVMVersion
+	case name == "java.vm.version":
+		k = tFallbackVMVersion
+	case name == "sun.rt.javaCommand":
+		k = tJavaCommand
+	case name == "java.rt.vmArgs":
+		k = tVMArgs
+	case name == "java.rt.vmFlags":
+		k = tVMFlags
+	}
+	return target{kind: k}
+}
+
+// gcTarget takes a name with "sun.gc." removed.
+func gcTarget(name string) target {
 	switch {
 	case strings.HasPrefix(name, "generation."):
 		g, rest, ok := cutIndex(name[len("generation."):], maxGenerations)
 		if !ok {
-			return
+			return target{}
 		}
-		gen := &c.generations[g]
 		switch {
 		case rest == "name":
-			gen.name = e.String
+			return target{kind: tGenName, i: uint8(g)}
 		case rest == "maxCapacity":
-			gen.maxCapacity = e.Long
+			return target{kind: tGenMax, i: uint8(g)}
 		case strings.HasPrefix(rest, "space."):
 			sp, field, ok := cutIndex(rest[len("space."):], maxSpaces)
 			if ok {
-				gen.spaces[sp].set(field, e)
+				return spaceTarget(field, g, sp)
 			}
 		}
 	case strings.HasPrefix(name, "collector."):
 		n, field, ok := cutIndex(name[len("collector."):], maxCollectors)
 		if !ok {
-			return
+			return target{}
 		}
-		col := &c.collectors[n]
 		switch field {
 		case "name":
-			col.name, col.seen = e.String, true
+			return target{kind: tCollectorName, i: uint8(n)}
 		case "invocations":
-			col.invocations = e.Long
+			return target{kind: tCollectorInvocations, i: uint8(n)}
 		case "time":
-			col.ticks = e.Long
+			return target{kind: tCollectorTime, i: uint8(n)}
 		}
 	case strings.HasPrefix(name, "metaspace."):
-		c.metaspace.set(name[len("metaspace."):], e)
+		return spaceTarget(name[len("metaspace."):], spaceMetaspace, 0)
 	case strings.HasPrefix(name, "compressedclassspace."):
-		c.classSpace.set(name[len("compressedclassspace."):], e)
+		return spaceTarget(name[len("compressedclassspace."):], spaceClass, 0)
 	case name == "policy.name":
+		return target{kind: tPolicyName}
+	}
+	return target{}
+}
+
+func spaceTarget(field string, i, j int) target {
+	var k targetKind
+	switch field {
+	case "name":
+		k = tSpaceName
+	case "used":
+		k = tSpaceUsed
+	case "capacity":
+		k = tSpaceCapacity
+	case "maxCapacity":
+		k = tSpaceMax
+	default:
+		return target{}
+	}
+	return target{kind: k, i: uint8(i), j: uint8(j)}
+}
+
+// set records e in the field t names. A space counts as seen once it has a
+// used value: that is what makes it a pool.
+func (c *counters) set(t target, e *Entry) {
+	switch t.kind {
+	case tFrequency:
+		c.frequency = e.Long
+	case tTicks:
+		if e.Type == TypeLong && !c.ticksSeen {
+			c.ticks, c.ticksSeen = e.Long, true
+		}
+	case tSafepoint:
+		c.safepointTicks = e.Long
+	case tVMBegin:
+		c.vmBeginMillis = e.Long
+	case tVMEnd:
+		c.vmEndMillis = e.Long
+	case tThreadsLive:
+		c.threadsLive = e.Long
+	case tThreadsDaemon:
+		c.threadsDaemon = e.Long
+	case tLoaded:
+		c.classesLoaded = e.Long
+	case tSharedLoaded:
+		c.sharedClassesLoaded = e.Long
+	case tUnloaded:
+		c.classesUnloaded = e.Long
+	case tSharedUnloaded:
+		c.sharedClassesUnloaded = e.Long
+	case tVMVersion:
+		c.vmVersion = e.String
+	case tFallbackVMVersion:
+		c.fallbackVMVersion = e.String
+	case tJavaCommand:
+		c.javaCommand = e.String
+	case tVMArgs:
+		c.vmArgs = e.String
+	case tVMFlags:
+		c.vmFlags = e.String
+	case tPolicyName:
 		c.policyName = e.String
+	case tGenName:
+		c.generations[t.i].name = e.String
+	case tGenMax:
+		c.generations[t.i].maxCapacity = e.Long
+	case tSpaceName:
+		c.space(t).name = e.String
+	case tSpaceUsed:
+		s := c.space(t)
+		s.used, s.seen = e.Long, true
+	case tSpaceCapacity:
+		c.space(t).capacity = e.Long
+	case tSpaceMax:
+		c.space(t).maxCapacity = e.Long
+	case tCollectorName:
+		c.collectors[t.i].name, c.collectors[t.i].seen = e.String, true
+	case tCollectorInvocations:
+		c.collectors[t.i].invocations = e.Long
+	case tCollectorTime:
+		c.collectors[t.i].ticks = e.Long
 	}
 }
 
-// set records one field of a space. A space counts as seen once it has a
-// used value: that is what makes it a pool.
-func (s *space) set(field string, e *Entry) {
-	switch field {
-	case "name":
-		s.name = e.String
-	case "used":
-		s.used, s.seen = e.Long, true
-	case "capacity":
-		s.capacity = e.Long
-	case "maxCapacity":
-		s.maxCapacity = e.Long
+func (c *counters) space(t target) *space {
+	switch t.i {
+	case spaceMetaspace:
+		return &c.metaspace
+	case spaceClass:
+		return &c.classSpace
 	}
+	return &c.generations[t.i].spaces[t.j]
 }
 
 // cutIndex splits "N.rest" into N (a decimal below limit) and rest.
