@@ -57,17 +57,27 @@ func BenchmarkLookup(b *testing.B) {
 	}
 }
 
-// BenchmarkParseStatsPrev is what a scan does per JVM read before: ParseStats
-// with the previous read's Stats.
+// BenchmarkParseStatsPrev is what a scan did per JVM read before without a
+// Plan: a full ParseStats with the previous read's Stats.
 func BenchmarkParseStatsPrev(b *testing.B) {
+	benchParseStatsAgain(b, nil)
+}
+
+// BenchmarkParseStatsPlan is what a scan does per JVM read before: the
+// previous read's Stats and Plan, the file unchanged but for its longs.
+func BenchmarkParseStatsPlan(b *testing.B) {
+	benchParseStatsAgain(b, new(Plan))
+}
+
+func benchParseStatsAgain(b *testing.B, plan *Plan) {
 	file := benchFile(b)
-	prev, _, err := ParseStats(file, nil)
+	prev, _, err := ParseStats(file, nil, plan)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		st, _, err := ParseStats(file, &prev)
+		st, _, err := ParseStats(file, &prev, plan)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -16,7 +16,7 @@
 //	v, ok := s.Long("sun.os.hrt.frequency")
 //	e, ok := s.Lookup("sun.gc.collector.0.time") // e.Unit == hsperf.UnitTicks
 //	st, err := s.Stats()                          // pools, collectors, threads, classes
-//	st, ticks, err := hsperf.ParseStats(b, &last) // the same without a Snapshot
+//	st, ticks, err := hsperf.ParseStats(b, &last, &plan) // the same without a Snapshot
 //
 // # Errors, and a JVM that is starting
 //
@@ -102,7 +102,14 @@
 // ParseStats, for a file read on every scan, does both in one pass over b
 // itself: names are matched where they lie and only the strings Stats keeps
 // are copied — or, unchanged since the JVM's last Stats, shared with it —
-// so a read costs the two slices of pools and collectors.
+// so a read costs the two slices of pools and collectors. Given the Plan
+// of the JVM's last read it does not parse the entries that read parsed: the
+// file's entries never move, so it checks that they are byte for byte as
+// they were (but for the values Stats reads again by offset and the data
+// of the entries it does not read), reads its values where they lie and
+// parses only the entries added since. Anything else — another JVM behind
+// the pid, a corrupt or rewritten file — is parsed in full: the result is
+// the same either way.
 //
 // # What JDK 17 writes, per collector
 //
@@ -183,5 +190,8 @@
 // starting JVM polled thousands of times, every read giving Stats or
 // ErrNotAccessible; every prefix, corruption and random input an error and
 // never a panic; both byte orders; layouts JDK 17 cannot produce
-// (generational ZGC); and FuzzParse.
+// (generational ZGC); a re-read with a Plan against a full parse of the
+// same bytes, for each fixture changed in every way a file can change
+// between reads (values, appended entries, every byte in turn) and for
+// live JVMs starting and running; and FuzzParse and FuzzParseStatsPlan.
 package hsperf

@@ -87,14 +87,15 @@ func checkParseStats(t *testing.T, b []byte) {
 		}
 	}
 	buf := append([]byte(nil), b...)
-	got, ticks, err := ParseStats(buf, nil)
+	var plan Plan
+	got, ticks, err := ParseStats(buf, nil, &plan)
 	if (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error() {
 		t.Fatalf("ParseStats error %v, Parse and Stats %v", err, wantErr)
 	}
 	if err != nil {
 		return
 	}
-	again, _, err := ParseStats(buf, &got)
+	again, _, err := ParseStats(buf, &got, &plan)
 	if err != nil {
 		t.Fatal(err)
 	}

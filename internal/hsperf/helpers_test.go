@@ -115,31 +115,37 @@ func encode(order binary.ByteOrder, entries []testEntry) []byte {
 	order.PutUint32(b[24:], prologueSize)
 	order.PutUint32(b[28:], uint32(len(entries)))
 	for _, e := range entries {
-		nameOff := entryHeaderSize
-		dataOff := (nameOff + len(e.name) + 1 + 7) &^ 7
-		var data []byte
-		vec := 0
-		switch e.typ {
-		case TypeLong:
-			data = make([]byte, 8)
-			order.PutUint64(data, uint64(e.long))
-		default:
-			data = append([]byte(e.bytes), 0)
-			vec = len(data)
-		}
-		length := (dataOff + len(data) + 7) &^ 7
-		ent := make([]byte, length)
-		order.PutUint32(ent[0:], uint32(length))
-		order.PutUint32(ent[4:], uint32(nameOff))
-		order.PutUint32(ent[8:], uint32(vec))
-		ent[12], ent[13], ent[14], ent[15] = byte(e.typ), 1, byte(e.unit), byte(Variable)
-		order.PutUint32(ent[16:], uint32(dataOff))
-		copy(ent[nameOff:], e.name)
-		copy(ent[dataOff:], data)
-		b = append(b, ent...)
+		b = append(b, encodeEntry(order, e)...)
 	}
 	order.PutUint32(b[8:], uint32(len(b)))
 	return b
+}
+
+// encodeEntry lays e out as HotSpot does: header, NUL-terminated name,
+// data aligned to 8.
+func encodeEntry(order binary.ByteOrder, e testEntry) []byte {
+	nameOff := entryHeaderSize
+	dataOff := (nameOff + len(e.name) + 1 + 7) &^ 7
+	var data []byte
+	vec := 0
+	switch e.typ {
+	case TypeLong:
+		data = make([]byte, 8)
+		order.PutUint64(data, uint64(e.long))
+	default:
+		data = append([]byte(e.bytes), 0)
+		vec = len(data)
+	}
+	length := (dataOff + len(data) + 7) &^ 7
+	ent := make([]byte, length)
+	order.PutUint32(ent[0:], uint32(length))
+	order.PutUint32(ent[4:], uint32(nameOff))
+	order.PutUint32(ent[8:], uint32(vec))
+	ent[12], ent[13], ent[14], ent[15] = byte(e.typ), 1, byte(e.unit), byte(Variable)
+	order.PutUint32(ent[16:], uint32(dataOff))
+	copy(ent[nameOff:], e.name)
+	copy(ent[dataOff:], data)
+	return ent
 }
 
 // toTestEntries turns parsed entries back into encode's input. Strings are

@@ -201,6 +201,10 @@ func TestLiveStartupReads(t *testing.T) {
 	}()
 	path := hsperfPath(t, cmd.Process.Pid)
 	counts := map[string]int{}
+	// Start-up is when counters are added: every read also goes through
+	// a Plan, which must agree with the full parse.
+	var plan Plan
+	var prev Stats
 	deadline := time.After(90 * time.Second)
 	for done, n := false, 0; !done; n++ {
 		select {
@@ -215,6 +219,12 @@ func TestLiveStartupReads(t *testing.T) {
 			counts["not there yet"]++
 			time.Sleep(time.Millisecond)
 			continue
+		}
+		if resumes(&plan, b) {
+			counts["resumed a Plan"]++
+		}
+		if st, err := checkAgainstFull(t, b, &prev, &plan); err == nil {
+			prev = st
 		}
 		s, err := Parse(b)
 		if err == nil {
@@ -235,6 +245,40 @@ func TestLiveStartupReads(t *testing.T) {
 	t.Logf("reads during start-up: %v", counts)
 	if counts["parsed"] == 0 {
 		t.Error("never parsed the file")
+	}
+	if counts["resumed a Plan"] == 0 {
+		t.Error("no read resumed the Plan of the one before")
+	}
+}
+
+// TestLivePlanRereads reads a running JVM's file as a scan does, each time
+// after its timer has moved, with the Plan of the read before: each read
+// must resume it and agree with a full parse of the same bytes.
+func TestLivePlanRereads(t *testing.T) {
+	requireJava(t)
+	path := hsperfPath(t, startAllocJVM(t, "-XX:+UseG1GC"))
+	var plan Plan
+	var prev Stats
+	var ticks int64
+	for i := 0; i < 5; i++ {
+		var b []byte
+		testenv.WaitFor(t, 30*time.Second, "the JVM's timer to move", func() bool {
+			var err error
+			if b, err = os.ReadFile(path); err != nil {
+				t.Fatal(err)
+			}
+			_, now, err := ParseStats(b, nil, nil)
+			return err == nil && now != ticks
+		})
+		if i > 0 && !resumes(&plan, b) {
+			t.Errorf("read %d did not resume the Plan", i)
+		}
+		st, err := checkAgainstFull(t, b, &prev, &plan)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, ticks, _ = ParseStats(b, nil, nil)
+		prev = st
 	}
 }
 

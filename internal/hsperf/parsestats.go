@@ -8,12 +8,16 @@ import (
 // ParseStats is Parse followed by Stats, for a file read again and again:
 // it keeps no entries and copies no names, and the strings of a JVM read
 // before are taken from prev (which may be nil) when they have not changed.
-// It also returns sun.os.hrt.ticks, 0 when the file has none. b may be
-// reused once ParseStats returns; nothing of prev is modified.
-func ParseStats(b []byte, prev *Stats) (Stats, int64, error) {
+// It also returns sun.os.hrt.ticks, 0 when the file has none. With a plan
+// (which may be nil) kept from the last read of the same file, it reads
+// only the values of the entries parsed then, and parses those added since;
+// it updates plan. b may be reused once ParseStats returns; nothing of prev
+// is modified.
+func ParseStats(b []byte, prev *Stats, plan *Plan) (Stats, int64, error) {
 	var s Snapshot
 	order, off, num, err := prologue(b, &s)
 	if err != nil {
+		plan.forget()
 		return Stats{}, 0, err
 	}
 	b = b[:s.Used]
@@ -23,18 +27,29 @@ func ParseStats(b []byte, prev *Stats) (Stats, int64, error) {
 	// empty.
 	text := unsafe.String(unsafe.SliceData(b), len(b))
 	var c counters
-	for i := 0; i < int(num); i++ {
+	first, next, ok := plan.resume(b, text, order, off, num, s.Used, &c)
+	if ok {
+		off = next
+	} else {
+		plan.learn(b, off)
+	}
+	i := first
+	for ; i < int(num); i++ {
 		if inProgress(b, off, order) {
 			break // as Parse: the JVM is still writing it
 		}
 		var e Entry
 		n, err := parseEntry(b, text, off, order, &e)
 		if err != nil {
+			plan.forget()
 			return Stats{}, 0, fmt.Errorf("entry %d at offset %d: %w", i, off, err)
 		}
-		c.add(&e)
+		t := targetOf(e.Name)
+		c.set(t, &e)
+		plan.record(b, off, order, t, &e)
 		off += n
 	}
+	plan.commit(b, i, off, num, s.Used)
 	c.finish()
 	st, err := c.stats()
 	if err != nil {

@@ -42,11 +42,17 @@ func (t *Tracker) readJVM(c Candidate, table *procmem.ProcessTable, cgroups map[
 	had = had && prev.start.Equal(proc.StartTime)
 	// The last read's strings (command line, flags, collector names) are
 	// reused when unchanged; Stats are never modified once read.
-	stats, ticks, err := hsperf.ParseStats(data, &prev.stats)
+	// The plan checks the file against what it learned before, so one
+	// kept for a pid now reused by another JVM costs a full parse, no more.
+	plan := prev.plan
+	if plan == nil {
+		plan = new(hsperf.Plan)
+	}
+	stats, ticks, err := hsperf.ParseStats(data, &prev.stats, plan)
 	if err != nil {
 		return JVM{}, parseFailure(err, proc.StartTime, now), err
 	}
-	mark := tickMark{start: proc.StartTime, ticks: ticks, at: now, stats: stats}
+	mark := tickMark{start: proc.StartTime, ticks: ticks, at: now, stats: stats, plan: plan}
 	if had && ticks == prev.ticks {
 		mark.at = prev.at // since when it stands still
 	}
@@ -117,6 +123,7 @@ type tickMark struct {
 	ticks int64
 	at    time.Time    // when ticks took this value
 	stats hsperf.Stats // the last read's, whose strings the next read reuses
+	plan  *hsperf.Plan // where the last read found the counters, for the next
 }
 
 // frozenAfter is how long a timer may stand still before its file is taken

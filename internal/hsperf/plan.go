@@ -1,0 +1,149 @@
+package hsperf
+
+import (
+	"bytes"
+	"encoding/binary"
+)
+
+// Plan is what ParseStats learned of one JVM's file, so that reading it
+// again costs the entries added since rather than all of them. HotSpot's
+// PerfData memory is append-only: an entry, once created, keeps its place,
+// name, type and length for the life of the JVM, and new ones are added
+// after it. A Plan keeps a copy of the entries it parsed and where the
+// values Stats reads lie. The next read compares the file with that copy,
+// every byte but the data a JVM rewrites and Stats either reads again by
+// offset (longs) or not at all (the entries it does not read); if they
+// match, the entries parsed before would parse the same way, so only their
+// values are read again. If anything differs (another JVM behind the pid,
+// a hostile or corrupt file) the file is parsed in full and the Plan
+// learned anew. The result is the same either way.
+//
+// The zero Plan is ready to use. A Plan is for one file: pass the same one
+// for every read of a JVM, and not to concurrent calls. It holds a copy of
+// the used part of the file (about 12 KiB for JDK 17).
+type Plan struct {
+	ok bool
+	// entryOffset, num, used: the prologue when last read. entries of the
+	// num were parsed (the others were still being written), ending at end.
+	entryOffset, end, entries int
+	num, used                 uint32
+	// file is the file up to end as first read, to compare with but for
+	// its gaps.
+	file  []byte
+	gaps  []gap
+	slots []slot
+}
+
+// gap is data no read depends on but through slots: longs' values, and
+// all of the data of the entries Stats does not read (sun.ci.lastMethod
+// and its like are strings the JVM rewrites).
+type gap struct{ off, end uint32 }
+
+// slot is an entry that feeds Stats: which field, and where its value lies.
+type slot struct {
+	target target
+	typ    Type
+	value  valueKind
+	off, n uint32 // the value's offset in the file; a string's length
+}
+
+type valueKind uint8
+
+const (
+	noValue     valueKind = iota // a type Stats reads as 0 or ""
+	longValue                    // 8 bytes in the file's byte order
+	stringValue                  // n bytes
+)
+
+// resume checks b (cut at used) against what p learned. When it matches it
+// feeds c the values of the entries parsed before and returns how many
+// there were and where the next one starts.
+func (p *Plan) resume(b []byte, text string, order binary.ByteOrder, entryOffset int, num, used uint32, c *counters) (int, int, bool) {
+	if p == nil || !p.ok || entryOffset != p.entryOffset || num < p.num || used < p.used || len(b) < p.end {
+		return 0, 0, false
+	}
+	// magic, byte order, version and accessible
+	if !bytes.Equal(b[:8], p.file[:8]) {
+		return 0, 0, false
+	}
+	pos := entryOffset
+	for _, g := range p.gaps {
+		if !bytes.Equal(b[pos:g.off], p.file[pos:g.off]) {
+			return 0, 0, false
+		}
+		pos = int(g.end)
+	}
+	if !bytes.Equal(b[pos:p.end], p.file[pos:p.end]) {
+		return 0, 0, false
+	}
+	for i := range p.slots {
+		s := &p.slots[i]
+		e := Entry{Type: s.typ}
+		switch s.value {
+		case longValue:
+			e.Long = int64(order.Uint64(b[s.off:]))
+		case stringValue:
+			e.String = text[s.off : s.off+s.n]
+		}
+		c.set(s.target, &e)
+	}
+	return p.entries, p.end, true
+}
+
+// learn starts p afresh on b, whose entries start at entryOffset.
+func (p *Plan) learn(b []byte, entryOffset int) {
+	if p == nil {
+		return
+	}
+	*p = Plan{
+		entryOffset: entryOffset,
+		end:         entryOffset,
+		file:        append(p.file[:0], b[:entryOffset]...),
+		gaps:        p.gaps[:0],
+		slots:       p.slots[:0],
+	}
+}
+
+// record notes the entry at off, just parsed into e and fed to t.
+func (p *Plan) record(b []byte, off int, order binary.ByteOrder, t target, e *Entry) {
+	if p == nil {
+		return
+	}
+	// parseEntry has checked the header and that the data lies inside b.
+	data := off + int(order.Uint32(b[off+16:off+20]))
+	end := off + int(order.Uint32(b[off:off+4]))
+	read := t.kind != noTarget
+	if !read || e.Type != TypeByte {
+		p.gaps = append(p.gaps, gap{uint32(data), uint32(end)})
+	}
+	if !read {
+		return
+	}
+	s := slot{target: t, typ: e.Type}
+	switch {
+	case e.Type == TypeLong && order.Uint32(b[off+8:off+12]) == 0:
+		s.value, s.off = longValue, uint32(data)
+	case e.Type == TypeByte:
+		// Compared with the file, not in a gap: the same bytes give
+		// the same string.
+		s.value, s.off, s.n = stringValue, uint32(data), uint32(len(e.String))
+	}
+	p.slots = append(p.slots, s)
+}
+
+// commit makes what p recorded since learn or resume valid for the next
+// read: entries entries of num, ending at end.
+func (p *Plan) commit(b []byte, entries, end int, num, used uint32) {
+	if p == nil {
+		return
+	}
+	p.file = append(p.file, b[p.end:end]...)
+	p.ok, p.entries, p.end, p.num, p.used = true, entries, end, num, used
+}
+
+// forget makes the next read parse in full.
+func (p *Plan) forget() {
+	if p != nil {
+		p.ok = false
+	}
+}
