@@ -146,6 +146,11 @@ func (l layout) unpad(v uint64) uint64 {
 func maxMetaspaceSize(vmArgs, vmFlags string) uint64 {
 	var size uint64
 	for _, args := range []string{vmFlags, vmArgs} {
+		// Most JVMs do not set it: looking for it is much cheaper than
+		// splitting a Spark executor's kilobyte of arguments.
+		if !strings.Contains(args, "-XX:MaxMetaspaceSize=") {
+			continue
+		}
 		for f := range strings.FieldsSeq(args) {
 			if v, ok := strings.CutPrefix(f, "-XX:MaxMetaspaceSize="); ok {
 				if n, ok := parseJVMSize(v); ok {
