@@ -57,20 +57,63 @@ func BenchmarkLookup(b *testing.B) {
 	}
 }
 
-// BenchmarkParseStatsPrev is what a scan did per JVM read before without a
-// Plan: a full ParseStats with the previous read's Stats.
+// BenchmarkParseStatsPrev is what a scan costs per JVM read before without
+// a Plan: a full ParseStats with the previous read's Stats.
 func BenchmarkParseStatsPrev(b *testing.B) {
-	benchParseStatsAgain(b, nil)
+	for _, f := range rereadFiles(b) {
+		b.Run(f.name, func(b *testing.B) { benchParseStatsAgain(b, f.file, nil) })
+	}
 }
 
-// BenchmarkParseStatsPlan is what a scan does per JVM read before: the
-// previous read's Stats and Plan, the file unchanged but for its longs.
+// BenchmarkParseStatsPlan is the same read with the previous read's Plan.
 func BenchmarkParseStatsPlan(b *testing.B) {
-	benchParseStatsAgain(b, new(Plan))
+	for _, f := range rereadFiles(b) {
+		b.Run(f.name, func(b *testing.B) { benchParseStatsAgain(b, f.file, new(Plan)) })
+	}
 }
 
-func benchParseStatsAgain(b *testing.B, plan *Plan) {
-	file := benchFile(b)
+// rereadFiles are the G1 fixture, and the same with a Spark executor's
+// command line and JVM arguments, which a scan compares with the last
+// read's and scans for -XX:MaxMetaspaceSize.
+func rereadFiles(b *testing.B) []struct {
+	name string
+	file []byte
+} {
+	es := toTestEntries(mustParse(b, readFixture(b, "g1")).Entries)
+	for i := range es {
+		switch es[i].name {
+		case "sun.rt.javaCommand":
+			es[i].bytes = sparkCommand
+		case "java.rt.vmArgs":
+			es[i].bytes = sparkVMArgs
+		}
+	}
+	spark := encode(binaryLE, es)
+	return []struct {
+		name string
+		file []byte
+	}{
+		{"g1", benchFile(b)},
+		{"g1-spark-executor", append(spark, make([]byte, 32<<10-len(spark))...)},
+	}
+}
+
+const (
+	sparkCommand = "org.apache.spark.executor.YarnCoarseGrainedExecutorBackend" +
+		" --driver-url spark://CoarseGrainedScheduler@ip-10-0-1-17.ec2.internal:35231" +
+		" --executor-id 12 --hostname ip-10-0-3-45.ec2.internal --cores 4" +
+		" --app-id application_1700000000000_0042 --resourceProfileId 0" +
+		" --user-class-path file:/mnt/yarn/usercache/hadoop/appcache/application_1700000000000_0042/container_1700000000000_0042_01_000013/__app__.jar"
+	sparkVMArgs = "-Xmx9216m -XX:+UseG1GC -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExitOnOutOfMemoryError" +
+		" -XX:OnOutOfMemoryError=kill -9 %p -verbose:gc -XX:+PrintGCDetails" +
+		" -Djava.io.tmpdir=/mnt/yarn/usercache/hadoop/appcache/application_1700000000000_0042/container_1700000000000_0042_01_000013/tmp" +
+		" -Dspark.driver.port=35231 -Dspark.network.timeout=800s -Dspark.ui.port=0" +
+		" -Dspark.history.ui.port=18080 -Dspark.authenticate=false" +
+		" -Dspark.yarn.app.container.log.dir=/var/log/hadoop-yarn/containers/application_1700000000000_0042/container_1700000000000_0042_01_000013" +
+		" -Dlog4j.configuration=file:/etc/spark/conf/log4j.properties -Dcom.amazonaws.sdk.disableCertChecking=false"
+)
+
+func benchParseStatsAgain(b *testing.B, file []byte, plan *Plan) {
 	prev, _, err := ParseStats(file, nil, plan)
 	if err != nil {
 		b.Fatal(err)

@@ -23,8 +23,9 @@ import (
 // the used part of the file (about 12 KiB for JDK 17).
 type Plan struct {
 	ok bool
-	// entryOffset, num, used: the prologue when last read. entries of the
-	// num were parsed (the others were still being written), ending at end.
+	// entryOffset, num, used: the prologue when last read. entries is how
+	// many of the num were parsed (the others were still being written);
+	// the last ends at end.
 	entryOffset, end, entries int
 	num, used                 uint32
 	// file is the file up to end as first read, to compare with but for
