@@ -57,7 +57,7 @@ func (c *counters) collect(entries []Entry) {
 }
 
 // add records one entry. It keeps e's strings, not e.
-func (c *counters) add(e *Entry) { c.set(targetOf(e.Name), e) }
+func (c *counters) add(e *Entry) { c.set(targetOf(e.Name), e.Type, e.Long, e.String) }
 
 // finish applies the fallbacks once every entry is added.
 func (c *counters) finish() {
@@ -215,65 +215,66 @@ func spaceTarget(field string, i, j int) target {
 	return target{kind: k, i: uint8(i), j: uint8(j)}
 }
 
-// set records e in the field t names. A space counts as seen once it has a
-// used value: that is what makes it a pool.
-func (c *counters) set(t target, e *Entry) {
+// set records an entry's type and value (Entry.Long, Entry.String) in the
+// field t names. A space counts as seen once it has a used value: that is
+// what makes it a pool.
+func (c *counters) set(t target, typ Type, long int64, str string) {
 	switch t.kind {
 	case tFrequency:
-		c.frequency = e.Long
+		c.frequency = long
 	case tTicks:
-		if e.Type == TypeLong && !c.ticksSeen {
-			c.ticks, c.ticksSeen = e.Long, true
+		if typ == TypeLong && !c.ticksSeen {
+			c.ticks, c.ticksSeen = long, true
 		}
 	case tSafepoint:
-		c.safepointTicks = e.Long
+		c.safepointTicks = long
 	case tVMBegin:
-		c.vmBeginMillis = e.Long
+		c.vmBeginMillis = long
 	case tVMEnd:
-		c.vmEndMillis = e.Long
+		c.vmEndMillis = long
 	case tThreadsLive:
-		c.threadsLive = e.Long
+		c.threadsLive = long
 	case tThreadsDaemon:
-		c.threadsDaemon = e.Long
+		c.threadsDaemon = long
 	case tLoaded:
-		c.classesLoaded = e.Long
+		c.classesLoaded = long
 	case tSharedLoaded:
-		c.sharedClassesLoaded = e.Long
+		c.sharedClassesLoaded = long
 	case tUnloaded:
-		c.classesUnloaded = e.Long
+		c.classesUnloaded = long
 	case tSharedUnloaded:
-		c.sharedClassesUnloaded = e.Long
+		c.sharedClassesUnloaded = long
 	case tVMVersion:
-		c.vmVersion = e.String
+		c.vmVersion = str
 	case tFallbackVMVersion:
-		c.fallbackVMVersion = e.String
+		c.fallbackVMVersion = str
 	case tJavaCommand:
-		c.javaCommand = e.String
+		c.javaCommand = str
 	case tVMArgs:
-		c.vmArgs = e.String
+		c.vmArgs = str
 	case tVMFlags:
-		c.vmFlags = e.String
+		c.vmFlags = str
 	case tPolicyName:
-		c.policyName = e.String
+		c.policyName = str
 	case tGenName:
-		c.generations[t.i].name = e.String
+		c.generations[t.i].name = str
 	case tGenMax:
-		c.generations[t.i].maxCapacity = e.Long
+		c.generations[t.i].maxCapacity = long
 	case tSpaceName:
-		c.space(t).name = e.String
+		c.space(t).name = str
 	case tSpaceUsed:
 		s := c.space(t)
-		s.used, s.seen = e.Long, true
+		s.used, s.seen = long, true
 	case tSpaceCapacity:
-		c.space(t).capacity = e.Long
+		c.space(t).capacity = long
 	case tSpaceMax:
-		c.space(t).maxCapacity = e.Long
+		c.space(t).maxCapacity = long
 	case tCollectorName:
-		c.collectors[t.i].name, c.collectors[t.i].seen = e.String, true
+		c.collectors[t.i].name, c.collectors[t.i].seen = str, true
 	case tCollectorInvocations:
-		c.collectors[t.i].invocations = e.Long
+		c.collectors[t.i].invocations = long
 	case tCollectorTime:
-		c.collectors[t.i].ticks = e.Long
+		c.collectors[t.i].ticks = long
 	}
 }
 

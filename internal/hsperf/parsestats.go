@@ -45,7 +45,7 @@ func ParseStats(b []byte, prev *Stats, plan *Plan) (Stats, int64, error) {
 			return Stats{}, 0, fmt.Errorf("entry %d at offset %d: %w", i, off, err)
 		}
 		t := targetOf(e.Name)
-		c.set(t, &e)
+		c.set(t, e.Type, e.Long, e.String)
 		plan.record(b, off, order, t, &e)
 		off += n
 	}

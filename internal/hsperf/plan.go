@@ -79,14 +79,15 @@ func (p *Plan) resume(b []byte, text string, order binary.ByteOrder, entryOffset
 	}
 	for i := range p.slots {
 		s := &p.slots[i]
-		e := Entry{Type: s.typ}
+		var long int64
+		var str string
 		switch s.value {
 		case longValue:
-			e.Long = int64(order.Uint64(b[s.off:]))
+			long = int64(order.Uint64(b[s.off:]))
 		case stringValue:
-			e.String = text[s.off : s.off+s.n]
+			str = text[s.off : s.off+s.n]
 		}
-		c.set(s.target, &e)
+		c.set(s.target, s.typ, long, str)
 	}
 	return p.entries, p.end, true
 }
