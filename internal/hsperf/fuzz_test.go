@@ -71,7 +71,7 @@ func FuzzParse(f *testing.F) {
 
 // checkParseStats checks that ParseStats says what Parse and Stats say, and
 // keeps nothing of the buffer it read: its result survives the buffer being
-// overwritten, read again with itself as prev.
+// overwritten, read again with itself as prev and the Plan it learned.
 func checkParseStats(t *testing.T, b []byte) {
 	t.Helper()
 	want, wantErr := Parse(b)
