@@ -120,7 +120,6 @@ func resumes(p *Plan, b []byte) bool {
 		return false
 	}
 	q := *p
-	q.file = bytes.Clone(p.file)
 	b = b[:s.Used]
 	var c counters
 	_, _, ok := q.resume(b, string(b), order, off, num, s.Used, &c)
