@@ -106,8 +106,9 @@
 // of the JVM's last read it does not parse the entries that read parsed: the
 // file's entries never move, so it checks that they are byte for byte as
 // they were (but for the values Stats reads again by offset and the data
-// of the entries it does not read), reads its values where they lie and
-// parses only the entries added since. Anything else — another JVM behind
+// of the entries it does not read; by a seeded 64-bit hash, not a copy of
+// the file), reads its values where they lie and parses only the entries
+// added since. Anything else — another JVM behind
 // the pid, a corrupt or rewritten file — is parsed in full: the result is
 // the same either way.
 //
