@@ -19,8 +19,8 @@ import (
 // seen is the scan's, shared by the processes of one cgroup.
 type cgroupRead func(t *Tracker, p procmem.Process, seen map[string]procmem.CgroupMemory, now time.Time) (procmem.CgroupMemory, error)
 
-// readCgroupMemoryEachTime is the one-shot read: procfs parses
-// /proc/<pid>/cgroup again and the cgroup directory is found from sysfs.
+// readCgroupMemoryEachTime is the one-shot read: /proc/<pid>/cgroup read
+// again and the cgroup directory found from sysfs, nothing kept.
 func readCgroupMemoryEachTime(t *Tracker, p procmem.Process, seen map[string]procmem.CgroupMemory, now time.Time) (procmem.CgroupMemory, error) {
 	key, err := t.cgroupKey(p, now)
 	if err == nil {

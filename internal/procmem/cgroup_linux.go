@@ -7,11 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"slices"
 	"strconv"
-	"strings"
-
-	"github.com/prometheus/procfs"
 )
 
 // CgroupMemory is the state of the memory cgroup that holds a process.
@@ -67,51 +63,13 @@ var (
 // Files are opened through an os.Root at sysfsPath, so neither ".." nor a
 // symlink can lead the read outside it.
 func ReadCgroupMemory(procPath, sysfsPath string, pid int) (CgroupMemory, error) {
-	pfs, err := procfs.NewFS(procPath)
-	if err != nil {
-		return CgroupMemory{}, err
-	}
-	proc, err := pfs.Proc(pid)
-	if err != nil {
-		return CgroupMemory{}, fmt.Errorf("pid %d: %w", pid, err)
-	}
-	cgroups, err := proc.Cgroups()
+	b, err := os.ReadFile(filepath.Join(procPath, strconv.Itoa(pid), "cgroup"))
 	if err != nil {
 		return CgroupMemory{}, fmt.Errorf("pid %d: reading cgroup: %w", pid, err)
 	}
-	root, err := os.OpenRoot(sysfsPath)
-	if err != nil {
-		return CgroupMemory{}, fmt.Errorf("opening sysfs: %w", err)
-	}
-	defer root.Close()
-
-	cg, dirs, err := memoryCgroup(cgroups)
-	if err != nil {
-		return CgroupMemory{}, fmt.Errorf("pid %d: %w", pid, err)
-	}
-	rel, err := cleanCgroupPath(cg.Path)
-	if err != nil {
-		return CgroupMemory{}, fmt.Errorf("pid %d: %w", pid, err)
-	}
-	dir, err := findCgroupDir(root, dirs, rel)
-	if err != nil {
-		return CgroupMemory{}, missingMeansGone(procPath, pid, fmt.Errorf("pid %d: memory cgroup %q: %w", pid, truncate(cg.Path, 128), err))
-	}
-	m := CgroupMemory{Path: cg.Path, Version: 1}
-	files := v1Files
-	if cg.HierarchyID == 0 {
-		m.Version, files = 2, v2Files
-	}
-	// One walk to the directory, then each file is a single openat.
-	cgDir, err := root.OpenRoot(dir)
-	if err != nil {
-		return CgroupMemory{}, fmt.Errorf("pid %d: memory cgroup %q: %w", pid, truncate(cg.Path, 128), err)
-	}
-	defer cgDir.Close()
-	if err := readCgroupFiles(cgDir, files, &m); err != nil {
-		return CgroupMemory{}, missingMeansGone(procPath, pid, fmt.Errorf("pid %d: memory cgroup %q: %w", pid, truncate(cg.Path, 128), err))
-	}
-	return m, nil
+	r := NewCgroupReader(procPath, sysfsPath)
+	defer r.Close()
+	return r.Read(pid, string(b))
 }
 
 // missingMeansGone keeps fs.ErrNotExist in err only when the process itself
@@ -127,30 +85,6 @@ func missingMeansGone(procPath string, pid int, err error) error {
 		return fmt.Errorf("pid %d exited: %w", pid, serr)
 	}
 	return errors.New(err.Error())
-}
-
-// memoryCgroup picks the line of /proc/<pid>/cgroup that governs memory and
-// the candidate mount directories (relative to sysfs) of its hierarchy. A v1
-// memory controller wins over the unified line: in hybrid mode the unified
-// hierarchy (mounted at fs/cgroup/unified) carries no memory controller.
-func memoryCgroup(cgroups []procfs.Cgroup) (procfs.Cgroup, []string, error) {
-	for _, cg := range cgroups {
-		if slices.Contains(cg.Controllers, "memory") {
-			// Co-mounted controllers get a directory named after all of them;
-			// systemd adds a "memory" symlink to it.
-			dirs := []string{path.Join("fs/cgroup", strings.Join(cg.Controllers, ","))}
-			if len(cg.Controllers) > 1 {
-				dirs = append(dirs, "fs/cgroup/memory")
-			}
-			return cg, dirs, nil
-		}
-	}
-	for _, cg := range cgroups {
-		if cg.HierarchyID == 0 && len(cg.Controllers) == 0 {
-			return cg, []string{"fs/cgroup"}, nil
-		}
-	}
-	return procfs.Cgroup{}, nil, errors.New("no memory cgroup (neither a v1 memory controller nor a v2 unified line)")
 }
 
 // findCgroupDir returns the first mount candidate under which the cgroup
@@ -174,10 +108,6 @@ func findCgroupDir(root *os.Root, mounts []string, rel string) (string, error) {
 		return "", fmt.Errorf("no such cgroup under sysfs (%s); is the exporter outside the host cgroup namespace, or did the cgroup go away? %w", path.Join(mounts[0], rel), firstErr)
 	}
 	return "", firstErr
-}
-
-func readCgroupFiles(dir *os.Root, f cgroupFiles, m *CgroupMemory) error {
-	return readCgroupFilesWith(dir.ReadFile, f, m)
 }
 
 // readCgroupFilesWith reads and parses one cgroup's files into m; what

@@ -201,7 +201,7 @@ type cgroupRead struct {
 }
 
 // cgroupReads returns the ways of reading pid's memory cgroup that must
-// agree: ReadCgroupMemory, and a CgroupReader's first read and a later
+// agree: ReadCgroupMemory (nothing kept), and a CgroupReader's first read and a later
 // scan's (from the directory it kept, when it kept one) over the
 // /proc/<pid>/cgroup contents a caller holds. Without the file (a pid
 // that is gone) a caller has nothing to give a CgroupReader.

@@ -10,19 +10,19 @@ import (
 )
 
 // maxCgroupDirs caps the cgroup directories a CgroupReader keeps open:
-// one per executor pod on Kubernetes. Beyond it a cgroup is opened for
-// each read, as ReadCgroupMemory does.
+// one per executor pod on Kubernetes. Beyond it a cgroup is looked up and
+// opened for each read.
 const maxCgroupDirs = 1024
 
 // maxCgroupFileSize bounds a cgroup file read into the reader's buffer;
 // memory.stat, the largest, is a few KiB.
 const maxCgroupFileSize = 1 << 20
 
-// CgroupReader reads processes' memory cgroups scan after scan, as
-// ReadCgroupMemory does, with the same values and errors, for a fraction
-// of its cost: it parses the /proc/<pid>/cgroup contents its caller
-// already holds, and keeps each cgroup's directory open between scans, so
-// that a scan costs only the opening and reading of the cgroup's files.
+// CgroupReader reads processes' memory cgroups scan after scan (a
+// ReadCgroupMemory is one read of a new one): it parses the
+// /proc/<pid>/cgroup contents its caller already holds, and keeps each
+// cgroup's directory open between scans, so that a scan costs only the
+// opening and reading of the cgroup's files.
 // Finding and opening a directory costs more than reading it, and on
 // Kubernetes each executor has a cgroup of its own.
 //
@@ -30,7 +30,7 @@ const maxCgroupFileSize = 1 << 20
 // ".." nor a symlink leads out of it; files are opened beneath a kept
 // directory by their plain names without following a symlink (a symlinked
 // file, which cgroupfs never has, is read through an os.Root at the
-// directory, as ReadCgroupMemory reads it).
+// directory, which follows it only if it stays beneath).
 //
 // A CgroupReader is not safe for concurrent use.
 type CgroupReader struct {
@@ -67,7 +67,7 @@ func NewCgroupReader(procPath, sysfsPath string) *CgroupReader {
 }
 
 // Read returns the memory cgroup of pid, whose /proc/<pid>/cgroup holds
-// cgroupFile. Errors are ReadCgroupMemory's: fs.ErrNotExist only when the
+// cgroupFile. The error wraps fs.ErrNotExist only when the
 // process has exited.
 func (r *CgroupReader) Read(pid int, cgroupFile string) (CgroupMemory, error) {
 	line, err := parseMemoryLine(cgroupFile)
@@ -198,9 +198,8 @@ func (r *CgroupReader) readFile(d *cgroupDir, name string) ([]byte, error) {
 	return data, nil
 }
 
-// readFileFollowing reads a file that is a symlink the way
-// ReadCgroupMemory does: through an os.Root at its directory, which
-// follows it only if it stays beneath.
+// readFileFollowing reads a file that is a symlink through an os.Root at
+// its directory, which follows it only if it stays beneath.
 func (r *CgroupReader) readFileFollowing(d *cgroupDir, name string) ([]byte, error) {
 	root, err := r.sysfs.OpenRoot(d.dir)
 	if err != nil {

@@ -169,7 +169,7 @@ func TestCgroupReaderRecreatedCgroup(t *testing.T) {
 }
 
 // On live cgroups a CgroupReader, first and from its kept directories,
-// reads what ReadCgroupMemory reads.
+// reads what a lookup from scratch (ReadCgroupMemory) reads.
 func TestCgroupReaderMatchesReadCgroupMemoryLive(t *testing.T) {
 	var pids []int
 	for i := range 3 {

@@ -3,7 +3,9 @@ package procmem
 import (
 	"errors"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,8 +13,8 @@ import (
 	"github.com/prometheus/procfs"
 )
 
-// procfsMemoryLine is what ReadCgroupMemory makes of the same contents:
-// procfs parses the file and memoryCgroup picks the line.
+// procfsMemoryLine is what procfs makes of the same contents, with
+// memoryCgroup picking the line.
 func procfsMemoryLine(t *testing.T, procDir string) (memoryLine, []string, error) {
 	t.Helper()
 	pfs, err := procfs.NewFS(procDir)
@@ -100,4 +102,28 @@ func TestParseMemoryLineLive(t *testing.T) {
 	if n == 0 {
 		t.Fatal("no process read")
 	}
+}
+
+// memoryCgroup is the reference parseMemoryLine is held to: it picks the line of /proc/<pid>/cgroup that governs memory and
+// the candidate mount directories (relative to sysfs) of its hierarchy. A v1
+// memory controller wins over the unified line: in hybrid mode the unified
+// hierarchy (mounted at fs/cgroup/unified) carries no memory controller.
+func memoryCgroup(cgroups []procfs.Cgroup) (procfs.Cgroup, []string, error) {
+	for _, cg := range cgroups {
+		if slices.Contains(cg.Controllers, "memory") {
+			// Co-mounted controllers get a directory named after all of them;
+			// systemd adds a "memory" symlink to it.
+			dirs := []string{path.Join("fs/cgroup", strings.Join(cg.Controllers, ","))}
+			if len(cg.Controllers) > 1 {
+				dirs = append(dirs, "fs/cgroup/memory")
+			}
+			return cg, dirs, nil
+		}
+	}
+	for _, cg := range cgroups {
+		if cg.HierarchyID == 0 && len(cg.Controllers) == 0 {
+			return cg, []string{"fs/cgroup"}, nil
+		}
+	}
+	return procfs.Cgroup{}, nil, errors.New("no memory cgroup (neither a v1 memory controller nor a v2 unified line)")
 }

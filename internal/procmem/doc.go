@@ -104,14 +104,15 @@
 // systemd's memory -> cpu,memory, is fine). A bad value in a cgroup file is an
 // error naming the file.
 //
-// ReadCgroupMemory finds the cgroup from scratch on every call: procfs
-// parses /proc/<pid>/cgroup, sysfs is opened and walked to the directory.
-// A scanner that reads the same cgroups again and again (on Kubernetes each
-// executor has its own) uses a CgroupReader instead: it parses the
-// /proc/<pid>/cgroup contents the caller already holds, keeps each
-// cgroup's directory open between scans (at most 1024; opened through the
-// os.Root, so the same symlink rule holds) and opens only the four files
-// beneath it on each read, with the same values and errors. A kept
+// ReadCgroupMemory finds the cgroup from scratch on every call: it reads
+// /proc/<pid>/cgroup, opens sysfs and walks to the directory. A scanner
+// that reads the same cgroups again and again (on Kubernetes each executor
+// has its own) keeps a CgroupReader, which ReadCgroupMemory is one read of:
+// it parses the /proc/<pid>/cgroup contents the caller already holds
+// (parseMemoryLine, held to procfs's parser by a differential test and a
+// fuzz target), keeps each cgroup's directory open between scans (at most
+// 1024; opened through the os.Root, so the same symlink rule holds) and
+// opens only the four files beneath it on each read. A kept
 // directory whose cgroup was removed reads ENOENT (ENODEV, ESTALE) and is
 // looked up again by its path, which finds a cgroup made again under the
 // same name. What is left is the kernel producing the files, memory.stat
