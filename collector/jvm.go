@@ -12,6 +12,7 @@ import (
 	"github.com/executor-exporter/executor_exporter/internal/cloud"
 	"github.com/executor-exporter/executor_exporter/internal/jvm"
 	"github.com/executor-exporter/executor_exporter/internal/labelvalue"
+	"github.com/executor-exporter/executor_exporter/internal/nativemem"
 )
 
 func init() {
@@ -57,6 +58,7 @@ type jvmCollector struct {
 	rss                                     *prometheus.Desc
 	cgLimit, cgUsage, cgWorkingSet, cgKills *prometheus.Desc
 	processes, dropped, readErrors          *prometheus.Desc
+	native, nativeTime                      *prometheus.Desc
 
 	// The per-JVM series of the last view (jvm_series.go).
 	buildMu sync.Mutex
@@ -100,6 +102,10 @@ func NewJVMCollector(tracker *jvm.Tracker, logger log.Logger) Collector {
 		cgUsage:      jvmDesc("container", "memory_usage_bytes", "Memory charged to the cgroup holding the JVM."),
 		cgWorkingSet: jvmDesc("container", "memory_working_set_bytes", "Usage minus inactive file cache, what the kubelet and the OOM killer look at."),
 		cgKills:      jvmDesc("container", "oom_kills_total", "OOM kills in the cgroup holding the JVM."),
+		native: jvmDesc("jvm", "native_memory_bytes",
+			"Resident memory of the JVM process by region, from /proc/<pid>/smaps and the JVM's reservations (docs/jvm.md#native-memory); read when it can have changed.", "region"),
+		nativeTime: jvmDesc("jvm", "native_memory_timestamp_seconds",
+			"When the JVM's breakdown by region was last read or found unchanged, seconds since the epoch."),
 		processes: prometheus.NewDesc(prometheus.BuildFQName(namespace, "jvm", "processes"),
 			"JVMs tracked on this machine.", nil, nil),
 		dropped: prometheus.NewDesc(prometheus.BuildFQName(namespace, "jvm", "processes_dropped"),
@@ -118,7 +124,7 @@ func (c *jvmCollector) Update(ch chan<- prometheus.Metric) error {
 	ch <- prometheus.MustNewConstMetric(c.processes, prometheus.GaugeValue, float64(len(view.JVMs)))
 	ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.GaugeValue, float64(view.Dropped))
 	errs := c.tracker.ErrorCounts()
-	for _, reason := range []string{jvm.ReasonPermission, jvm.ReasonCorrupt, jvm.ReasonStale, jvm.ReasonUntrusted, jvm.ReasonRead, jvm.ReasonCgroup} {
+	for _, reason := range []string{jvm.ReasonPermission, jvm.ReasonCorrupt, jvm.ReasonStale, jvm.ReasonUntrusted, jvm.ReasonRead, jvm.ReasonCgroup, jvm.ReasonNativeMemory} {
 		// Every reason is present from the start, so increase() sees the first error.
 		ch <- prometheus.MustNewConstMetric(c.readErrors, prometheus.CounterValue, float64(errs[reason]), reason)
 	}
@@ -182,6 +188,12 @@ func (c *jvmCollector) updateJVM(b *seriesBuilder, j *jvm.JVM, pod podIdentity) 
 		if j.Cgroup.HasOOMKills {
 			counter(c.cgKills, float64(j.Cgroup.OOMKills))
 		}
+	}
+	if n := j.Native; n != nil {
+		for r := nativemem.Region(0); r < nativemem.NumRegions; r++ {
+			gauge(c.native, float64(n.Last.Regions[r]), r.String())
+		}
+		gauge(c.nativeTime, float64(n.Checked.UnixNano())/1e9)
 	}
 	if j.Counters != jvm.CountersHsperf {
 		return // no hsperfdata (-XX:+PerfDisableSharedMem, -XX:-UsePerfData): what /proc and the cgroup say only

@@ -22,6 +22,15 @@ var (
 	jvmMaxProcesses = kingpin.Flag("jvm.max-processes",
 		"Most JVMs tracked at once (a cardinality guard); more are counted in executor_jvm_processes_dropped.").
 		Default("200").Int()
+	jvmNativeMaxAge = kingpin.Flag("jvm.native-memory.max-age",
+		"Longest a JVM's breakdown of native memory by region goes unchecked (a maps read; smaps again when anything moved). 0 turns breakdowns off.").
+		Default("15m").Duration()
+	jvmNativeMinInterval = kingpin.Flag("jvm.native-memory.min-interval",
+		"Least time between two breakdowns of one JVM (a smaps read, milliseconds of CPU each).").
+		Default("10s").Duration()
+	jvmNativeMove = kingpin.Flag("jvm.native-memory.move-bytes",
+		"A JVM's breakdown is read again when its memory outside the heap, or its container's usage, moved by this much (or by 10 %).").
+		Default("32MiB").Bytes()
 )
 
 // Dependencies are what several collectors share. NewExecutorCollector
@@ -60,7 +69,14 @@ func JVMTrackerConfigFromFlags() jvm.Config {
 		Retention:    *jvmRetention,
 		MaxProcesses: *jvmMaxProcesses,
 		MaxAge:       *jvmMaxSampleAge,
+		Native:       nativeConfigFromFlags(),
 	}
+}
+
+func nativeConfigFromFlags() jvm.NativeConfig {
+	c := jvm.DefaultNativeConfig
+	c.MaxAge, c.MinInterval, c.MoveBytes = *jvmNativeMaxAge, *jvmNativeMinInterval, uint64(*jvmNativeMove)
+	return c
 }
 
 // JVMTracker returns the one JVM tracker, started. The jvm collector reads

@@ -81,11 +81,15 @@ func (t *Tracker) readJVM(c Candidate, table *procmem.ProcessTable, cgroups map[
 			RSSPython:        rss.Python,
 			RSSOther:         rss.Other,
 		},
-		MainClass: id.cmd.MainClass,
-		Xmx:       id.cmd.Xmx,
-		Pod:       id.pod,
-		Stats:     stats,
-		Counters:  CountersHsperf,
+		MainClass:    id.cmd.MainClass,
+		Xmx:          id.cmd.Xmx,
+		Pod:          id.pod,
+		ProcessStart: proc.StartTime,
+		Stats:        stats,
+		Counters:     CountersHsperf,
+	}
+	if t.native != nil {
+		j.Native = t.native.get(c.PID, proc.StartTime)
 	}
 	t.readCgroup(&j, c, proc, cgroups, now)
 	t.observe(&c, proc, id.euid, &j, gcMark{ticks: ticks, gcSeconds: gcSeconds(stats)}, now)

@@ -33,6 +33,10 @@ type Sample struct {
 	CgroupPath  string
 	CgroupLimit uint64
 	CgroupUsage uint64
+
+	// Native is the last breakdown of the JVM's memory by region; nil
+	// before the first, or when breakdowns are off.
+	Native *NativeMemory
 }
 
 // SampleSource answers "what did this pid look like last?". The OOM

@@ -23,6 +23,9 @@ const (
 	ReasonUntrusted  = "untrusted"  // a symlink, not a regular file, or not owned by the process's user
 	ReasonRead       = "read"       // any other I/O error
 	ReasonCgroup     = "cgroup"     // the JVM was read but its memory cgroup was not
+	// ReasonNativeMemory: the JVM was read but its mappings could not be
+	// broken down (smaps unreadable, too large, too slow, malformed).
+	ReasonNativeMemory = "native_memory"
 )
 
 const (
@@ -50,6 +53,10 @@ type Config struct {
 	// MaxAge lets Current serve a view younger than this instead of
 	// reading every JVM again; 0 reads on every call.
 	MaxAge time.Duration
+	// Native says when each JVM's native memory is broken down by region,
+	// in a loop of its own beside background sampling; a zero MaxAge
+	// turns it off.
+	Native NativeConfig
 }
 
 // JVM is everything read about one JVM in one refresh.
@@ -58,9 +65,12 @@ type JVM struct {
 	MainClass string
 	Xmx       string
 	Pod       string
-	Stats     hsperf.Stats
-	Cgroup    procmem.CgroupMemory
-	HasCgroup bool
+	// ProcessStart is when the process started, which tells a JVM from
+	// another that reused its pid.
+	ProcessStart time.Time
+	Stats        hsperf.Stats
+	Cgroup       procmem.CgroupMemory
+	HasCgroup    bool
 	// Counters is CountersHsperf, or why the JVM publishes no hsperfdata:
 	// then Stats is empty and only identity, RSS and cgroup are known.
 	Counters string
@@ -108,6 +118,10 @@ type Tracker struct {
 	// so that a scan reads the JVMs and their trees, not every process.
 	procs *procmem.ProcessWatch // made by the first scan
 	found *discovery
+	// native breaks JVMs' memory down by region in a loop of its own;
+	// nil when turned off.
+	native     *nativeReader
+	nativeDone chan struct{}
 
 	mu      sync.RWMutex // guards samples, errors and last, read without waiting for a scan
 	samples map[int]Sample
@@ -129,7 +143,7 @@ func NewTracker(cfg Config, logger log.Logger) (*Tracker, error) {
 	if cfg.MaxProcesses <= 0 {
 		return nil, errors.New("max processes must be positive")
 	}
-	return &Tracker{
+	t := &Tracker{
 		cfg:        cfg,
 		fs:         fs,
 		logger:     logger,
@@ -143,7 +157,12 @@ func NewTracker(cfg Config, logger log.Logger) (*Tracker, error) {
 		errors:     map[string]uint64{},
 		stop:       make(chan struct{}),
 		done:       make(chan struct{}),
-	}, nil
+		nativeDone: make(chan struct{}),
+	}
+	if cfg.Native.MaxAge > 0 {
+		t.native = newNativeReader(cfg.Native, cfg.ProcFS, t.nativeFailed)
+	}
+	return t, nil
 }
 
 // Start begins sampling every Interval in the background, so the last
@@ -153,9 +172,15 @@ func (t *Tracker) Start() {
 	t.startOnce.Do(func() {
 		if t.cfg.Interval <= 0 {
 			close(t.done)
+			close(t.nativeDone)
 			return
 		}
 		go t.loop()
+		if t.native == nil {
+			close(t.nativeDone)
+			return
+		}
+		go t.nativeLoop()
 	})
 }
 
@@ -164,6 +189,7 @@ func (t *Tracker) Stop() {
 	t.stopOnce.Do(func() { close(t.stop) })
 	t.Start() // a never-started tracker has nothing to wait for
 	<-t.done
+	<-t.nativeDone
 	t.closeLives()
 }
 

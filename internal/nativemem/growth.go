@@ -8,11 +8,11 @@ import (
 // Reading is one breakdown of a JVM, with the container's tmpfs pages at
 // the same time: what a verdict compares with the JVM's first minute.
 type Reading struct {
-	Time      time.Time
-	Regions   Breakdown
-	Shmem     uint64 // the container's shmem (memory.stat); 0 when unknown
-	HasShmem  bool
-	Resident  uint64 // the process's resident memory, Regions' total
+	Time     time.Time
+	Regions  Breakdown
+	Shmem    uint64 // the container's shmem (memory.stat); 0 when unknown
+	HasShmem bool
+	Resident uint64 // the process's resident memory, Regions' total
 }
 
 // Growth is what grew most outside the heap between two readings.

@@ -1,0 +1,26 @@
+package jvm
+
+import (
+	"time"
+
+	"github.com/executor-exporter/executor_exporter/internal/nativemem"
+)
+
+// NativeMemory is a JVM's resident memory by region: the last breakdown,
+// and the one its growth is measured from (the last taken in the JVM's
+// first minute, or the first taken at all when the exporter came later).
+// It is never modified once made; a new breakdown makes a new one.
+type NativeMemory struct {
+	First, Last nativemem.Reading
+	// Checked is when Last was last found still true: a cheap look at the
+	// process's mappings and resident size showed nothing had moved.
+	Checked time.Time
+}
+
+// Growth is what grew most outside the heap since the JVM's first minute.
+func (n *NativeMemory) Growth() nativemem.Growth {
+	if n == nil {
+		return nativemem.Growth{}
+	}
+	return nativemem.TopGrowth(n.First, n.Last)
+}

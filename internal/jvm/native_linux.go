@@ -1,0 +1,312 @@
+package jvm
+
+import (
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-kit/log/level"
+	"golang.org/x/sys/unix"
+
+	"github.com/executor-exporter/executor_exporter/internal/nativemem"
+)
+
+// NativeConfig says when a JVM's native memory is broken down. A smaps
+// read costs milliseconds, a thousand times a hsperfdata read, so it is
+// made when it can change the answer, never on the scrape path.
+type NativeConfig struct {
+	// MinInterval is the least time between two breakdowns of one JVM.
+	MinInterval time.Duration
+	// MaxAge is the longest a breakdown goes unchecked; a check that finds
+	// the mappings and the resident size unchanged costs a maps read only.
+	MaxAge time.Duration
+	// MoveBytes and MoveShare: a breakdown is due when the JVM's memory
+	// outside the heap, or its container's usage, moved by either.
+	MoveBytes uint64
+	MoveShare float64
+	// MaxReadsPerTick spreads the first breakdowns of many JVMs.
+	MaxReadsPerTick int
+	// Startup is the JVM's start-up: breakdowns then are taken every
+	// third of it, and the last of them is the base that later growth is
+	// measured from (class loading and the JIT grow memory at start).
+	Startup time.Duration
+}
+
+// DefaultNativeConfig is the policy of docs/jvm.md#native-memory.
+var DefaultNativeConfig = NativeConfig{
+	MinInterval:     10 * time.Second,
+	MaxAge:          15 * time.Minute,
+	MoveBytes:       32 << 20,
+	MoveShare:       0.10,
+	MaxReadsPerTick: 10,
+	Startup:         time.Minute,
+}
+
+const (
+	// maxSmapsBytes and maxSmapsTime bound one read: about 40,000
+	// mappings, far past any JVM's, and a kernel that takes long to walk
+	// a huge address space.
+	maxSmapsBytes = 32 << 20
+	maxSmapsTime  = 2 * time.Second
+)
+
+// ErrSmapsTooSlow is returned for a smaps read that took longer than the
+// bound.
+var ErrSmapsTooSlow = errors.New("smaps read took too long")
+
+// nativeReader breaks each JVM's memory down by region in its own loop,
+// from the tracker's last view, when the policy says it is due.
+type nativeReader struct {
+	cfg      NativeConfig
+	procPath string
+	failed   func(pid int, err error)
+
+	buf  []byte
+	maps []nativemem.Mapping
+	seed maphash.Seed
+
+	mu    sync.Mutex // guards byPID, read by scans
+	byPID map[int]*nativeState
+}
+
+type nativeState struct {
+	start   time.Time // process start: a reused pid starts afresh
+	mem     *NativeMemory
+	tried   time.Time // last read or check, successful or not
+	nonHeap uint64    // at the last breakdown
+	usage   uint64
+	band    int
+	layout  uint64 // hash of /proc/<pid>/maps at the last breakdown
+	seen    time.Time
+}
+
+func newNativeReader(cfg NativeConfig, procPath string, failed func(int, error)) *nativeReader {
+	return &nativeReader{cfg: cfg, procPath: procPath, failed: failed, byPID: map[int]*nativeState{}, seed: maphash.MakeSeed()}
+}
+
+// get returns the last breakdown of the JVM pid that started at start.
+func (r *nativeReader) get(pid int, start time.Time) *NativeMemory {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if s, ok := r.byPID[pid]; ok && s.start.Equal(start) {
+		return s.mem
+	}
+	return nil
+}
+
+// update reads the breakdowns that are due among view's JVMs and forgets
+// JVMs gone for longer than retention.
+func (r *nativeReader) update(view View, now time.Time, retention time.Duration) {
+	reads := 0
+	for i := range view.JVMs {
+		j := &view.JVMs[i]
+		if j.Counters != CountersHsperf || j.ProcessStart.IsZero() {
+			continue // no layout to find the JVM's reservations with
+		}
+		r.mu.Lock()
+		s, ok := r.byPID[j.PID]
+		if !ok || !s.start.Equal(j.ProcessStart) {
+			s = &nativeState{start: j.ProcessStart}
+			r.byPID[j.PID] = s
+		}
+		s.seen = now
+		r.mu.Unlock()
+		switch r.due(s, j, now) {
+		case dueRead:
+			if reads >= r.cfg.MaxReadsPerTick {
+				continue
+			}
+			reads++
+			r.read(s, j, now)
+		case dueCheck:
+			r.check(s, j, now)
+		}
+	}
+	r.mu.Lock()
+	for pid, s := range r.byPID {
+		if now.Sub(s.seen) > retention {
+			delete(r.byPID, pid)
+		}
+	}
+	r.mu.Unlock()
+}
+
+type dueness int
+
+const (
+	notDue dueness = iota
+	dueCheck
+	dueRead
+)
+
+// due applies the policy: a first breakdown at once, then every third of
+// the start-up while the JVM starts, then when its memory outside
+// the heap or its container's usage moved, when its container crosses 75 %
+// or 90 % of its limit, and a check every MaxAge.
+func (r *nativeReader) due(s *nativeState, j *JVM, now time.Time) dueness {
+	if !s.tried.IsZero() && now.Sub(s.tried) < r.cfg.MinInterval {
+		return notDue
+	}
+	if s.mem == nil {
+		return dueRead
+	}
+	if s.mem.Last.Time.Sub(j.ProcessStart) < r.cfg.Startup && now.Sub(s.mem.Last.Time) >= r.cfg.Startup/3 {
+		return dueRead
+	}
+	if r.moved(s.nonHeap, nonHeapOf(j)) || r.moved(s.usage, j.CgroupUsage) || bandOf(j) > s.band {
+		return dueRead
+	}
+	if now.Sub(s.mem.Checked) >= r.cfg.MaxAge {
+		return dueCheck
+	}
+	return notDue
+}
+
+func (r *nativeReader) moved(was, is uint64) bool {
+	d := max(was, is) - min(was, is)
+	return d >= r.cfg.MoveBytes || float64(d) >= r.cfg.MoveShare*float64(was)
+}
+
+// nonHeapOf is the JVM's resident memory outside its committed heap, the
+// cheap figure every scan has.
+func nonHeapOf(j *JVM) uint64 { return j.RSSJVM - min(j.RSSJVM, j.HeapCommitted) }
+
+// bandOf is 0 below 75 % of the container's limit, 1 below 90 %, 2 above.
+func bandOf(j *JVM) int {
+	if j.CgroupLimit == 0 {
+		return 0
+	}
+	switch u := float64(j.CgroupUsage) / float64(j.CgroupLimit); {
+	case u >= 0.9:
+		return 2
+	case u >= 0.75:
+		return 1
+	}
+	return 0
+}
+
+func (r *nativeReader) read(s *nativeState, j *JVM, now time.Time) {
+	s.tried = now
+	dir := r.procPath + "/" + strconv.Itoa(j.PID)
+	layout, err := r.mapsHash(dir)
+	if err == nil {
+		r.buf, err = readBounded(dir+"/smaps", r.buf, maxSmapsBytes, maxSmapsTime)
+	}
+	if err == nil {
+		r.maps, err = nativemem.ParseSmaps(r.buf, r.maps)
+	}
+	if err != nil {
+		if !isGone(err) {
+			r.failed(j.PID, err)
+		}
+		return
+	}
+	reading := nativemem.Reading{
+		Time:     now,
+		Regions:  nativemem.Classify(r.maps, nativemem.LayoutOf(&j.Stats)),
+		Shmem:    j.Cgroup.Shmem,
+		HasShmem: j.HasCgroup,
+	}
+	reading.Resident = reading.Regions.Total()
+	mem := &NativeMemory{First: reading, Last: reading, Checked: now}
+	if s.mem != nil && now.Sub(j.ProcessStart) >= r.cfg.Startup {
+		mem.First = s.mem.First // the last taken while the JVM was starting
+	}
+	r.mu.Lock()
+	s.mem, s.nonHeap, s.usage, s.band, s.layout = mem, nonHeapOf(j), j.CgroupUsage, bandOf(j), layout
+	r.mu.Unlock()
+}
+
+// check confirms an old breakdown when the process's mappings are the same
+// as then (a maps read, a twentieth of a smaps read) and its resident size
+// has not moved; anything else reads the breakdown again.
+func (r *nativeReader) check(s *nativeState, j *JVM, now time.Time) {
+	layout, err := r.mapsHash(r.procPath + "/" + strconv.Itoa(j.PID))
+	if err == nil && layout == s.layout && !r.moved(s.mem.Last.Resident, j.RSSJVM) {
+		s.tried = now
+		mem := *s.mem
+		mem.Checked = now
+		r.mu.Lock()
+		s.mem = &mem
+		r.mu.Unlock()
+		return
+	}
+	r.read(s, j, now)
+}
+
+// mapsHash hashes /proc/<pid>/maps: the mappings' ranges, permissions and
+// files, which a region's growth changes.
+func (r *nativeReader) mapsHash(dir string) (uint64, error) {
+	var err error
+	r.buf, err = readBounded(dir+"/maps", r.buf, maxSmapsBytes, maxSmapsTime)
+	if err != nil {
+		return 0, err
+	}
+	return maphash.Bytes(r.seed, r.buf), nil
+}
+
+// readBounded reads a file of procfs into buf, failing past limit bytes
+// or, between two reads, past a deadline: the kernel writes smaps a page
+// at a time, so no one read call takes long.
+func readBounded(path string, buf []byte, limit int, timeout time.Duration) ([]byte, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(fd)
+	deadline := time.Now().Add(timeout)
+	buf = buf[:0]
+	for {
+		if cap(buf)-len(buf) < 64<<10 {
+			buf = append(buf, make([]byte, 64<<10)...)[:len(buf)]
+		}
+		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "read", Path: path, Err: err}
+		}
+		if n == 0 {
+			return buf, nil
+		}
+		buf = buf[:len(buf)+n]
+		if len(buf) > limit {
+			return nil, fmt.Errorf("%s: %w: more than %d bytes", path, ErrTooLarge, limit)
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%s: %w (%v)", path, ErrSmapsTooSlow, timeout)
+		}
+	}
+}
+
+// nativeTick is how often the native loop looks at the last view: a look
+// costs a comparison per JVM, a breakdown is read only when due.
+const nativeTick = time.Second
+
+func (t *Tracker) nativeLoop() {
+	defer close(t.nativeDone)
+	ticker := time.NewTicker(nativeTick)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-t.stop:
+			return
+		case <-ticker.C:
+			t.native.update(t.Last(), time.Now(), t.cfg.Retention)
+		}
+	}
+}
+
+// nativeFailed counts and logs a breakdown that could not be read.
+func (t *Tracker) nativeFailed(pid int, err error) {
+	t.countError(ReasonNativeMemory)
+	now := time.Now()
+	t.refreshMu.Lock()
+	t.logOnce("native:"+strconv.Itoa(pid), now, level.Warn, "msg", "cannot break a JVM's memory down by region", "pid", pid, "err", err)
+	t.refreshMu.Unlock()
+}
