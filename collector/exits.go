@@ -74,9 +74,10 @@ func (d *Dependencies) witness() *exitWitness {
 }
 
 // Killed records a kernel OOM kill attributed to a tracked JVM.
-func (w *exitWitness) Killed(pid int, at time.Time, cause string) {
+// region is what grew most for a native kill (oom.Verdict.Region).
+func (w *exitWitness) Killed(pid int, at time.Time, cause, region string) {
 	w.mu.Lock()
-	w.judge.Killed(exits.Kill{PID: pid, Received: at, Cause: cause})
+	w.judge.Killed(exits.Kill{PID: pid, Received: at, Cause: cause, Region: region})
 	w.mu.Unlock()
 	w.Decide(at)
 }
@@ -154,7 +155,7 @@ type exitsCollector struct {
 	exitsDesc, dropped *prometheus.Desc
 
 	mu     sync.Mutex
-	exits  eventCounters     // identityLabels, then reason, namespace, pod, container
+	exits  eventCounters     // identityLabels, then reason, namespace, pod, container, region
 	recent []statuspage.Exit // oldest first
 }
 
@@ -175,7 +176,7 @@ func newExitsCollector(cfg ExitsConfig, tracker *jvm.Tracker, witness *exitWitne
 		now:     time.Now,
 		exitsDesc: prometheus.NewDesc(prometheus.BuildFQName(namespace, "jvm", "exits_total"),
 			"Tracked JVMs that ended since the exporter started, by identity and judged reason (oom_killed, heap_exhausted, interrupted, killed, exited, unknown; docs/exits.md). A new series reads 0 for one scrape before its first exit counts, so increase() sees it.",
-			append(append([]string{}, identityLabels...), "reason", "namespace", "pod", "container"), nil),
+			append(append([]string{}, identityLabels...), "reason", "namespace", "pod", "container", "region"), nil),
 		dropped: prometheus.NewDesc(prometheus.BuildFQName(namespace, "jvm", "exits_series_dropped_total"),
 			"Exit counters dropped before their retention because --exits.max-series was reached.", nil, nil),
 		exits: newEventCounters(cfg.Retention, cfg.MaxSeries, cfg.NewSeriesHold),
@@ -203,13 +204,13 @@ func (c *exitsCollector) record(decided []exits.Decided[jvm.Sample]) {
 		// Named at the exit: the JVM's info series goes with it.
 		ns, pod, container := podOfCgroup(s.CgroupPath, c.cfg.Pods)
 		labels := []string{strconv.Itoa(s.PID), labelValue(s.Role), labelValue(s.AppID), labelValue(s.ExecutorID), d.Verdict.Reason,
-			labelValue(ns), labelValue(pod), labelValue(container)}
+			labelValue(ns), labelValue(pod), labelValue(container), d.Verdict.Region}
 		c.exits.add(labels, now)
 		if len(c.recent) == maxRecentExits {
 			c.recent = append(c.recent[:0], c.recent[1:]...)
 		}
 		c.recent = append(c.recent, statuspage.Exit{Time: d.At, Identity: statusIdentity(s.PID, s.Role, s.AppID, s.ExecutorID),
-			Reason: d.Verdict.Reason, Detail: d.Verdict.Evidence})
+			Reason: d.Verdict.Reason, Detail: d.Verdict.Evidence, Region: d.Verdict.Region})
 	}
 	c.mu.Unlock()
 	for _, d := range decided {
@@ -234,7 +235,7 @@ func (c *exitsCollector) logExit(d exits.Decided[jvm.Sample]) {
 	}
 	lvl(c.logger).Log(
 		"msg", fmt.Sprintf("JVM ended: %s, reason %s: %s", who, v.Reason, v.Evidence),
-		"pid", s.PID, "role", s.Role, "app_id", s.AppID, "executor_id", s.ExecutorID, "reason", v.Reason,
+		"pid", s.PID, "role", s.Role, "app_id", s.AppID, "executor_id", s.ExecutorID, "reason", v.Reason, "region", v.Region,
 		"hsperfdata_file", d.Death.File.String(),
 		"last_alive", d.Death.LastAlive.UTC().Format(time.RFC3339Nano),
 		"noticed_after_seconds", fmt.Sprintf("%.1f", d.Death.Noticed.Sub(d.Death.LastAlive).Seconds()),

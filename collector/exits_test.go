@@ -58,7 +58,7 @@ func TestExitsCollectorCountsOnceAndShowsZeroFirst(t *testing.T) {
 		t.Fatalf("counted before the delay for a late kill record: %v", got)
 	}
 	f.now = f.now.Add(2 * time.Second)
-	f.w.Killed(101, f.now, "heap") // read after the JVM vanished
+	f.w.Killed(101, f.now, "heap", "") // read after the JVM vanished
 	key := exitKey("101", "1", exits.ReasonOOMKilled)
 	for i, want := range []float64{0, 1, 1} {
 		got, _ = scrapeOOM(t, f.c)

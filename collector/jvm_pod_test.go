@@ -316,7 +316,7 @@ func TestExitsNameThePod(t *testing.T) {
 	f.w.Gone(f.now, []jvm.Exit{{Last: s, Death: exits.Death{PID: 101, Start: f.now.Add(-time.Hour), LastAlive: s.Time, Noticed: f.now, File: exits.FileLeftBehind,
 		Heap: exits.Heap{Known: true, Source: "final counters", Used: s.HeapUsed, Max: s.HeapMax}}}})
 	f.now = f.now.Add(2 * time.Second)
-	f.w.Killed(101, f.now, "heap")
+	f.w.Killed(101, f.now, "heap", "")
 	key := "executor_jvm_exits_total{app_id=app-1,container=spark-kubernetes-executor,executor_id=1,namespace=data-eng,pid=101,pod=etl-exec-7,reason=oom_killed,role=executor}"
 	var got map[string]float64
 	for range 2 {

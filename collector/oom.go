@@ -56,10 +56,10 @@ type OOMConfig struct {
 	Pods podSource
 	// Attributed, when set, is told of each kill of a tracked JVM (the
 	// exits collector's judge, which counts it as that JVM's end).
-	Attributed func(pid int, at time.Time, cause string)
+	Attributed func(pid int, at time.Time, cause, region string)
 }
 
-var oomKillLabels = append(append([]string{}, identityLabels...), "constraint", "cause", "task", "namespace", "pod", "container")
+var oomKillLabels = append(append([]string{}, identityLabels...), "constraint", "cause", "task", "namespace", "pod", "container", "region")
 
 type oomCollector struct {
 	cfg    OOMConfig
@@ -179,7 +179,7 @@ func (c *oomCollector) recordKill(k oom.Kill) {
 			"pid", k.PID, "task_memcg", k.TaskMemcg)
 	}
 
-	labels := []string{"", "", "", "", k.Constraint, a.Verdict.Cause, labelValue(k.Task), "", "", ""}
+	labels := []string{"", "", "", "", k.Constraint, a.Verdict.Cause, labelValue(k.Task), "", "", "", a.Verdict.Region}
 	memcg := k.TaskMemcg
 	if a.Found {
 		labels[0] = strconv.Itoa(k.PID)
@@ -205,7 +205,7 @@ func (c *oomCollector) recordKill(k oom.Kill) {
 
 	c.logKill(a, now)
 	if a.Found && c.cfg.Attributed != nil {
-		c.cfg.Attributed(k.PID, now, a.Verdict.Cause)
+		c.cfg.Attributed(k.PID, now, a.Verdict.Cause, a.Verdict.Region)
 	}
 }
 
@@ -228,6 +228,7 @@ func victimOf(s jvm.Sample) oom.Victim {
 		HeapUsed: s.HeapUsed, HeapCommitted: s.HeapCommitted, HeapMax: s.HeapMax, NonHeapCommitted: s.NonHeapCommitted,
 		RSSJVM: s.RSSJVM, RSSPython: s.RSSPython, RSSOther: s.RSSOther,
 		CgroupPath: s.CgroupPath, CgroupLimit: s.CgroupLimit, CgroupUsage: s.CgroupUsage,
+		Growth: s.Native.Growth(),
 	}
 }
 
@@ -246,7 +247,7 @@ func (c *oomCollector) logKill(a oom.Attribution, now time.Time) {
 	}
 	kv := []interface{}{
 		"msg", fmt.Sprintf("OOM kill: %s, cause %s: %s", who, v.Cause, v.Explanation()),
-		"pid", k.PID, "task", k.Task, "constraint", k.Constraint, "cause", v.Cause,
+		"pid", k.PID, "task", k.Task, "constraint", k.Constraint, "cause", v.Cause, "region", v.Region,
 		"oom_memcg", k.OOMMemcg, "task_memcg", k.TaskMemcg,
 		"killed_anon_rss_mib", mibOf(k.AnonRSSKiB << 10),
 	}

@@ -96,7 +96,7 @@ func statusKill(r *recentKill) statuspage.Kill {
 	k, v := r.Kill, r.Victim
 	out := statuspage.Kill{
 		Time: r.at, PID: k.PID, Task: labelValue(k.Task), Constraint: k.Constraint,
-		Cause: r.Verdict.Cause, Reason: r.Verdict.Reason, Advice: r.Verdict.Advice,
+		Cause: r.Verdict.Cause, Region: r.Verdict.Region, Reason: r.Verdict.Reason, Advice: r.Verdict.Advice,
 		KilledAnonRSS: k.AnonRSSKiB << 10,
 		Namespace:     r.namespace, Pod: r.pod,
 	}

@@ -130,6 +130,7 @@ type Kill struct {
 	PID      int
 	Received time.Time // when the exporter read it from the kernel log
 	Cause    string    // the OOM verdict's cause, for the log
+	Region   string    // what grew most, for a native kill; see oom.Verdict
 }
 
 // Interruption is an interruption notice seen pending on this machine
@@ -143,6 +144,9 @@ type Interruption struct {
 type Verdict struct {
 	Reason   string
 	Evidence string
+	// Region is the kill's, for an OOM kill whose cause is native: what
+	// grew most outside the heap (oom.Verdict.Region); empty otherwise.
+	Region string
 }
 
 // Lookback: a notice pending at most this long before the JVM was last
@@ -172,19 +176,23 @@ func Decide(d Death, kill *Kill, notice *Interruption) Verdict {
 	heapGone, heap := d.Heap.exhausted()
 	switch {
 	case kill != nil:
-		return Verdict{ReasonOOMKilled, fmt.Sprintf("kernel OOM kill (cause %s) read %s after the JVM was last seen alive; %s; %s",
-			kill.Cause, roundedSince(kill.Received, d.LastAlive), file, heap)}
+		cause := kill.Cause
+		if kill.Region != "" {
+			cause += ", " + kill.Region + " grew most"
+		}
+		return Verdict{Reason: ReasonOOMKilled, Evidence: fmt.Sprintf("kernel OOM kill (cause %s) read %s after the JVM was last seen alive; %s; %s",
+			cause, roundedSince(kill.Received, d.LastAlive), file, heap), Region: kill.Region}
 	case heapGone && d.File != FileLeftBehind:
-		return Verdict{ReasonHeapExhausted, heap + "; " + file}
+		return Verdict{Reason: ReasonHeapExhausted, Evidence: heap + "; " + file}
 	case notice != nil:
-		return Verdict{ReasonInterrupted, fmt.Sprintf("%s notice pending from %s to %s; %s; %s",
+		return Verdict{Reason: ReasonInterrupted, Evidence: fmt.Sprintf("%s notice pending from %s to %s; %s; %s",
 			notice.Event, notice.First.UTC().Format(time.RFC3339), notice.Last.UTC().Format(time.RFC3339), file, heap)}
 	case d.File == FileLeftBehind:
-		return Verdict{ReasonKilled, file + " (SIGKILL) and no kernel OOM kill; " + heap}
+		return Verdict{Reason: ReasonKilled, Evidence: file + " (SIGKILL) and no kernel OOM kill; " + heap}
 	case d.File == FileDeleted:
-		return Verdict{ReasonExited, file + " (orderly exit); " + heap}
+		return Verdict{Reason: ReasonExited, Evidence: file + " (orderly exit); " + heap}
 	default:
-		return Verdict{ReasonUnknown, file + "; no kernel OOM kill or interruption notice; " + heap}
+		return Verdict{Reason: ReasonUnknown, Evidence: file + "; no kernel OOM kill or interruption notice; " + heap}
 	}
 }
 

@@ -3,6 +3,8 @@ package oom
 import (
 	"strings"
 	"time"
+
+	"github.com/executor-exporter/executor_exporter/internal/nativemem"
 )
 
 // Victim is what the verdict needs to know of a killed process: who it was
@@ -28,6 +30,10 @@ type Victim struct {
 	CgroupPath  string // as /proc/<pid>/cgroup gives it
 	CgroupLimit uint64 // 0 when unlimited
 	CgroupUsage uint64
+
+	// Growth is what grew most outside the heap since the JVM's first
+	// minute, from its last breakdown by region; zero without one.
+	Growth nativemem.Growth
 }
 
 // VictimLookup returns the last reading of the process with this pid, if

@@ -1,6 +1,10 @@
 package oom
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/executor-exporter/executor_exporter/internal/nativemem"
+)
 
 // Causes, the values of the cause label.
 const (
@@ -27,6 +31,10 @@ type Verdict struct {
 	Cause  string
 	Reason string // the figures and what they show
 	Advice string // the Spark setting or limit to change; empty for node and unknown
+	// Region is, for a native kill, what grew most outside the heap: a
+	// region of the JVM's breakdown, "shmem" (the container's tmpfs
+	// pages) or "python" (PySpark workers); empty when unknown.
+	Region string
 }
 
 // Explanation is the reason and the advice in one sentence, for the log.
@@ -49,6 +57,46 @@ func (v Verdict) Explanation() string {
 //     heap had room and the rest of the memory is what grew.
 //   - With no sample, or a sample without any memory figure, "unknown".
 func Judge(k Kill, s Victim, found bool) Verdict {
+	v := judgeCause(k, s, found)
+	if v.Cause == CauseNative {
+		nameRegion(&v, s)
+	}
+	return v
+}
+
+// RegionPython names PySpark workers as what grew: their resident memory
+// is the process tree's, outside the JVM's breakdown, and all of it grew
+// since they started after the JVM.
+const RegionPython = "python"
+
+// nameRegion says which native memory filled the container: the region
+// that grew most since the JVM's first minute, or the Python workers when
+// they hold more than that growth and a quarter of what is not heap. Its
+// advice replaces the generic one.
+func nameRegion(v *Verdict, s Victim) {
+	g := s.Growth
+	usage := s.CgroupUsage
+	if usage == 0 {
+		usage = s.RSSJVM + s.RSSPython + s.RSSOther
+	}
+	nonHeap := usage - min(usage, s.HeapCommitted)
+	switch {
+	// Without a breakdown, only Python workers holding a good part of the
+	// memory outside the heap are named.
+	case s.RSSPython > 0 && s.RSSPython >= g.Bytes && 4*s.RSSPython >= nonHeap:
+		v.Region = RegionPython
+		v.Reason += fmt.Sprintf("; Python workers hold %.0f MiB", float64(s.RSSPython)/(1<<20))
+		v.Advice = "raise spark.executor.pyspark.memory (or spark.executor.memoryOverhead) or use less memory in Python UDFs"
+	case g.Region != "":
+		v.Region = g.Region
+		v.Reason += "; " + g.String()
+		if a := nativemem.Advice(g.Region); a != "" {
+			v.Advice = a
+		}
+	}
+}
+
+func judgeCause(k Kill, s Victim, found bool) Verdict {
 	switch k.Constraint {
 	case ConstraintNone, ConstraintCpuset, ConstraintMemoryPolicy:
 		return Verdict{Cause: CauseNode, Reason: "the machine ran out of memory (" + k.Constraint + "), not a container limit"}

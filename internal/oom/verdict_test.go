@@ -3,6 +3,8 @@ package oom
 import (
 	"strings"
 	"testing"
+
+	"github.com/executor-exporter/executor_exporter/internal/nativemem"
 )
 
 const mib = 1 << 20
@@ -125,5 +127,54 @@ func TestJudgeThresholdBoundaries(t *testing.T) {
 				t.Errorf("Judge = %q (%s), want %q", v.Cause, v.Reason, tc.want)
 			}
 		})
+	}
+}
+
+// A native verdict names what grew and gives that region's advice; a heap
+// verdict names none.
+func TestJudgeNamesRegion(t *testing.T) {
+	memcg := Kill{PID: 1, Constraint: ConstraintMemcg}
+	native := Victim{HeapUsed: 10 * mib, HeapCommitted: 40 * mib, HeapMax: 64 * mib, RSSJVM: 230 * mib, CgroupLimit: 256 * mib, CgroupUsage: 240 * mib}
+	grew := func(v Victim, region string, bytes uint64) Victim {
+		v.Growth = nativemem.Growth{Region: region, Bytes: bytes, Total: int64(bytes)}
+		return v
+	}
+	for _, tc := range []struct {
+		name       string
+		sample     Victim
+		wantCause  string
+		wantRegion string
+		wantAdvice string
+	}{
+		{"direct buffers above the mmap threshold", grew(native, "native_mmap", 180*mib), CauseNative, "native_mmap", "MaxDirectMemorySize"},
+		{"arenas", grew(native, "malloc", 150*mib), CauseNative, "malloc", "MALLOC_ARENA_MAX"},
+		{"threads", grew(native, "thread_stacks", 90*mib), CauseNative, "thread_stacks", "thread dump"},
+		{"classes", grew(native, "metaspace", 140*mib), CauseNative, "metaspace", "MaxMetaspaceSize"},
+		{"tmpfs", grew(native, nativemem.Shmem, 200*mib), CauseNative, "shmem", "tmpfs"},
+		{"no breakdown", native, CauseNative, "", "memoryOverhead"},
+		{
+			"python holds more than the region grew",
+			func() Victim { v := grew(native, "malloc", 40*mib); v.RSSPython = 120 * mib; return v }(),
+			CauseNative, RegionPython, "pyspark.memory",
+		},
+		{
+			// Just under a quarter of what is not heap (200 MiB): not named without a breakdown.
+			"small python without a breakdown",
+			func() Victim { v := native; v.RSSPython = 49 * mib; return v }(),
+			CauseNative, "", "memoryOverhead",
+		},
+		{
+			"heap kill names no region",
+			grew(Victim{HeapUsed: 240 * mib, HeapCommitted: 250 * mib, HeapMax: 256 * mib, CgroupLimit: 300 * mib, CgroupUsage: 295 * mib}, "malloc", 10*mib),
+			CauseHeap, "", "spark.executor.memory",
+		},
+	} {
+		v := Judge(memcg, tc.sample, true)
+		if v.Cause != tc.wantCause || v.Region != tc.wantRegion || !strings.Contains(v.Advice, tc.wantAdvice) {
+			t.Errorf("%s: got cause %q region %q advice %q; want %q, %q, advice with %q", tc.name, v.Cause, v.Region, v.Advice, tc.wantCause, tc.wantRegion, tc.wantAdvice)
+		}
+		if tc.wantRegion != "" && tc.wantRegion != RegionPython && !strings.Contains(v.Reason, tc.wantRegion+" grew") {
+			t.Errorf("%s: reason %q does not say what grew", tc.name, v.Reason)
+		}
 	}
 }

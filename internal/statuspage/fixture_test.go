@@ -80,6 +80,15 @@ func fixture() Snapshot {
 				}},
 			},
 			{
+				Time: fixtureTime.Add(-20 * time.Minute), PID: 4003, Task: "java", Constraint: "CONSTRAINT_MEMCG",
+				Cause:     "native",
+				Region:    "malloc",
+				Reason:    "committed heap 1200 MiB against container usage 2040 MiB (59%) but its max fits in the container: non-heap memory pushed it over the limit; malloc grew 610 MiB since 09:02:11",
+				Advice:    "glibc arenas: set spark.executorEnv.MALLOC_ARENA_MAX=2 (or use jemalloc), or raise spark.executor.memoryOverhead",
+				Namespace: "etl", Pod: "etl-exec-3", KilledAnonRSS: 2000 * mib,
+				Victim: &Identity{PID: 4003, Role: "executor", AppID: "spark-4f2a", ExecutorID: "3", Namespace: "etl", Pod: "etl-exec-3"},
+			},
+			{
 				Time: fixtureTime.Add(-50 * time.Minute), PID: 777, Task: "python3", Constraint: "CONSTRAINT_NONE",
 				Cause: "node", Reason: "the machine ran out of memory (CONSTRAINT_NONE), not a container limit",
 				Namespace: "etl", Pod: "etl-driver",

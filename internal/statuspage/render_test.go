@@ -73,13 +73,14 @@ func TestRenderFacts(t *testing.T) {
 		// Executor 3: 2 GiB + 200 MiB + 600 MiB of Python in 3000 MiB.
 		`<tr class="tight" data-pid="4300">`,
 		`<td class="id">etl/etl-exec-3</td>`,
-		`6 JVMs, 1 that cannot fit its container; 2 recent OOM kills`,
+		`6 JVMs, 1 that cannot fit its container; 3 recent OOM kills`,
 		// Executor 4 publishes no hsperfdata: its heap is unknown, its RSS is not.
 		`<div class="sub no-counters">no hsperfdata: perf_disable_shared_mem</div>`,
 		`heap unknown; resident 800 MiB of 1 GiB`,
 		`Spark executor 1 of spark-4f2a (pid 4001) in etl/etl-exec-1`,
 		`<span class="cause cause-heap">heap</span>`,
 		`<div class="advice">lower -Xmx (spark.executor.memory) or raise the limit</div>`,
+		`<span class="cause cause-native">native</span>: <span class="region">malloc</span>`,
 		`<dt>sampled</dt><dd>1.5s before the kill was read</dd>`,
 		`process 777 (python3) in etl/etl-driver`,
 		`<td>Spark executor 1 of spark-4f2a (pid 4001) in etl/etl-exec-1</td><td class="exit-reason">oom_killed</td>`,

@@ -116,6 +116,9 @@ type Kill struct {
 	Cause      string `json:"cause"`  // heap, native, node, unknown
 	Reason     string `json:"reason"` // the figures behind the verdict
 	Advice     string `json:"advice"` // what to change; empty when there is nothing to say
+	// Region is what grew most outside the heap, for a native kill: a
+	// region of the JVM's breakdown, shmem or python; empty when unknown.
+	Region string `json:"region,omitempty"`
 	// KilledAnonRSS is the victim's anonymous resident memory as the
 	// kernel counted it at the kill.
 	KilledAnonRSS uint64 `json:"killed_anon_rss_bytes"`
@@ -135,6 +138,7 @@ type Sample struct {
 type Exit struct {
 	Time time.Time `json:"time"`
 	Identity
-	Reason string `json:"reason"` // oom_killed, heap_exhausted, interrupted, killed, exited, unknown
-	Detail string `json:"detail"` // the evidence
+	Reason string `json:"reason"`           // oom_killed, heap_exhausted, interrupted, killed, exited, unknown
+	Detail string `json:"detail"`           // the evidence
+	Region string `json:"region,omitempty"` // what grew most, for a native OOM kill
 }

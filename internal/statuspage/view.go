@@ -57,8 +57,8 @@ type bar struct {
 }
 
 type killRow struct {
-	Time, Age, Victim, Cause, Constraint, Reason, Advice string
-	Figures                                              []field
+	Time, Age, Victim, Cause, Region, Constraint, Reason, Advice string
+	Figures                                                      []field
 }
 
 type exitRow struct {
@@ -270,7 +270,7 @@ func newKillRow(now time.Time, k *Kill) killRow {
 	r := killRow{
 		Time: formatTime(k.Time), Age: age(now, k.Time),
 		Victim: fmt.Sprintf("process %d (%s)", k.PID, k.Task),
-		Cause:  k.Cause, Constraint: k.Constraint, Reason: k.Reason, Advice: k.Advice,
+		Cause:  k.Cause, Region: k.Region, Constraint: k.Constraint, Reason: k.Reason, Advice: k.Advice,
 	}
 	if k.Victim != nil {
 		r.Victim = victim(k.Victim, k.Task)
