@@ -17,6 +17,7 @@ import (
 
 	"github.com/executor-exporter/executor_exporter/internal/cloud"
 	"github.com/executor-exporter/executor_exporter/internal/jvm"
+	"github.com/executor-exporter/executor_exporter/internal/nativemem"
 	"github.com/executor-exporter/executor_exporter/internal/oom"
 	"github.com/executor-exporter/executor_exporter/internal/testenv"
 )
@@ -133,9 +134,9 @@ func scrapeOOM(t *testing.T, c Collector) (map[string]float64, error) {
 		}
 		var pairs []string
 		for _, lp := range pb.GetLabel() {
-			// Kills outside pods leave the pod labels empty; the keys
-			// below name them only when set.
-			if lp.GetValue() == "" && (lp.GetName() == "namespace" || lp.GetName() == "pod" || lp.GetName() == "container") {
+			// Kills outside pods leave the pod labels empty, and kills
+			// not native the region; the keys below name them only when set.
+			if lp.GetValue() == "" && (lp.GetName() == "namespace" || lp.GetName() == "pod" || lp.GetName() == "container" || lp.GetName() == "region") {
 				continue
 			}
 			pairs = append(pairs, lp.GetName()+"="+lp.GetValue())
@@ -392,5 +393,43 @@ func TestOOMCollectorNamesThePod(t *testing.T) {
 		if got[key] != 1 {
 			t.Errorf("%s = %v, want 1\n%v", key, got[key], got)
 		}
+	}
+}
+
+// A native kill of a JVM with a breakdown carries the region that grew in
+// its series and its log line; the exit witness hears of it too.
+func TestOOMCollectorNamesTheRegion(t *testing.T) {
+	s := nativeExecutor
+	start := s.Time.Add(-10 * time.Minute)
+	var first, last nativemem.Breakdown
+	first[nativemem.Heap], first[nativemem.Malloc] = 40<<20, 20<<20
+	last[nativemem.Heap], last[nativemem.Malloc], last[nativemem.ThreadStacks] = 40<<20, 190<<20, 25<<20
+	s.Native = &jvm.NativeMemory{
+		First: nativemem.Reading{Time: start, Regions: first},
+		Last:  nativemem.Reading{Time: s.Time, Regions: last},
+	}
+	told := make(chan string, 10)
+	f := newOOMFixture(t, OOMConfig{Attributed: func(pid int, _ time.Time, cause, region string) {
+		told <- fmt.Sprintln(pid, cause, region)
+	}}, samples{4242: s})
+	f.write(t, memcgKill(4242, "/spark/exec-3", "java")...)
+	testenv.WaitFor(t, waitTimeout, "the kill to be counted", func() bool { return strings.Contains(f.logs.String(), "OOM kill") })
+	got, _ := scrapeOOM(t, f.c)
+	key := strings.Replace(executorKillKey, "pid=4242,", "pid=4242,region=malloc,", 1)
+	if v, ok := got[key]; !ok || v != 0 {
+		t.Errorf("%s = %v, %v; want present\n%v", key, v, ok, got)
+	}
+	for _, want := range []string{"region=malloc", "malloc grew 170 MiB", "MALLOC_ARENA_MAX"} {
+		if !strings.Contains(f.logs.String(), want) {
+			t.Errorf("the log line lacks %q: %s", want, f.logs.String())
+		}
+	}
+	select {
+	case got := <-told:
+		if got != "4242 native malloc\n" {
+			t.Errorf("the exit witness was told %q, want the kill with its region", got)
+		}
+	case <-time.After(waitTimeout):
+		t.Error("the exit witness was not told of the kill")
 	}
 }
