@@ -57,6 +57,7 @@ type jvmCollector struct {
 	threads, classes, safepoint, startTime  *prometheus.Desc
 	rss                                     *prometheus.Desc
 	cgLimit, cgUsage, cgWorkingSet, cgKills *prometheus.Desc
+	cgMemory                                *prometheus.Desc
 	processes, dropped, readErrors          *prometheus.Desc
 	native, nativeTime                      *prometheus.Desc
 
@@ -102,6 +103,8 @@ func NewJVMCollector(tracker *jvm.Tracker, logger log.Logger) Collector {
 		cgUsage:      jvmDesc("container", "memory_usage_bytes", "Memory charged to the cgroup holding the JVM."),
 		cgWorkingSet: jvmDesc("container", "memory_working_set_bytes", "Usage minus inactive file cache, what the kubelet and the OOM killer look at."),
 		cgKills:      jvmDesc("container", "oom_kills_total", "OOM kills in the cgroup holding the JVM."),
+		cgMemory: jvmDesc("container", "memory_bytes",
+			"Memory charged to the cgroup holding the JVM, by kind (memory.stat): anon, file (page cache, shmem included), shmem (tmpfs and shared memory), kernel (slab, stacks, page tables, sockets; cgroup v2 only).", "kind"),
 		native: jvmDesc("jvm", "native_memory_bytes",
 			"Resident memory of the JVM process by region, from /proc/<pid>/smaps and the JVM's reservations (docs/jvm.md#native-memory); read when it can have changed.", "region"),
 		nativeTime: jvmDesc("jvm", "native_memory_timestamp_seconds",
@@ -187,6 +190,21 @@ func (c *jvmCollector) updateJVM(b *seriesBuilder, j *jvm.JVM, pod podIdentity) 
 		gauge(c.cgWorkingSet, float64(j.Cgroup.WorkingSet))
 		if j.Cgroup.HasOOMKills {
 			counter(c.cgKills, float64(j.Cgroup.OOMKills))
+		}
+		// A kind memory.stat lacks (kernel on cgroup v1) is absent, not 0.
+		for _, k := range [...]struct {
+			kind  string
+			v     uint64
+			known bool
+		}{
+			{"anon", j.Cgroup.Anon, j.Cgroup.HasAnon},
+			{"file", j.Cgroup.File, j.Cgroup.HasFile},
+			{"shmem", j.Cgroup.Shmem, j.Cgroup.HasShmem},
+			{"kernel", j.Cgroup.Kernel, j.Cgroup.HasKernel},
+		} {
+			if k.known {
+				gauge(c.cgMemory, float64(k.v), k.kind)
+			}
 		}
 	}
 	if n := j.Native; n != nil {

@@ -26,24 +26,46 @@ type CgroupMemory struct {
 	// valid only when HasOOMKills (kernels before 4.13 lack it in v1).
 	OOMKills    uint64
 	HasOOMKills bool
+
+	// The memory charged to the cgroup by kind, from the memory.stat read
+	// for WorkingSet: the cgroup and its descendants, as Usage. Each is
+	// valid only when its Has flag is set (the key was in memory.stat).
+	// Anon is anonymous memory: v2 anon, v1 total_rss (else rss). It
+	// leaves shmem out.
+	Anon uint64
+	// File is the page cache: v2 file, v1 total_cache (else cache). It
+	// includes Shmem, which the kernel keeps in the page cache.
+	File uint64
+	// Shmem is tmpfs (/dev/shm, a memory-backed emptyDir), SysV and POSIX
+	// shared memory and shared anonymous mappings: v2 shmem, v1
+	// total_shmem (else shmem). It is part of File, not of Anon.
+	Shmem uint64
+	// Kernel is kernel memory charged to the cgroup, cgroup v2 only (v1's
+	// memory.stat has none, and nothing more is read for it): "kernel"
+	// (Linux 5.18+, kmem: slab, stacks, page tables, percpu, vmalloc)
+	// plus "sock" (socket buffers, charged to the cgroup but not as kmem,
+	// added so the figure means the same on older kernels); before 5.18,
+	// the sum of kernel_stack, pagetables, sec_pagetables, percpu, sock,
+	// vmalloc and slab, those present.
+	Kernel                                uint64
+	HasAnon, HasFile, HasShmem, HasKernel bool
 }
 
 // cgroupFile names the files to read for one cgroup version.
 type cgroupFiles struct {
-	limit, usage, stat, inactiveKey, oom string
-	parseLimit                           func([]byte) (uint64, error)
+	limit, usage, stat, oom string
+	v2                      bool // memory.stat's keys are v2's
+	parseLimit              func([]byte) (uint64, error)
 }
 
 var (
 	v1Files = cgroupFiles{
 		limit: "memory.limit_in_bytes", usage: "memory.usage_in_bytes",
-		stat: "memory.stat", inactiveKey: "total_inactive_file",
-		oom: "memory.oom_control", parseLimit: parseV1Limit,
+		stat: "memory.stat", oom: "memory.oom_control", parseLimit: parseV1Limit,
 	}
 	v2Files = cgroupFiles{
 		limit: "memory.max", usage: "memory.current",
-		stat: "memory.stat", inactiveKey: "inactive_file",
-		oom: "memory.events", parseLimit: parseV2Max,
+		stat: "memory.stat", oom: "memory.events", v2: true, parseLimit: parseV2Max,
 	}
 )
 
@@ -141,11 +163,15 @@ func readCgroupFilesWith(read func(name string) ([]byte, error), f cgroupFiles, 
 	if err != nil {
 		return err
 	}
-	inactive, _, err := parseKeyedUint(stat, f.inactiveKey)
+	st, err := parseMemoryStat(stat, f.v2)
 	if err != nil {
 		return fmt.Errorf("%s: %w", f.stat, err)
 	}
-	m.WorkingSet = workingSet(m.Usage, inactive)
+	m.WorkingSet = workingSet(m.Usage, st.inactiveFile)
+	m.Anon, m.HasAnon = st.anon, st.hasAnon
+	m.File, m.HasFile = st.file, st.hasFile
+	m.Shmem, m.HasShmem = st.shmem, st.hasShmem
+	m.Kernel, m.HasKernel = st.kernel, st.hasKernel
 
 	oom, err := read(f.oom)
 	if errors.Is(err, fs.ErrNotExist) {

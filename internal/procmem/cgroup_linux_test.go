@@ -23,51 +23,81 @@ func TestReadCgroupMemoryFixtures(t *testing.T) {
 		{
 			name: "v1 limited with oom kills", tree: "cgroupv1", pid: 10,
 			want: CgroupMemory{Path: "/kubepods/burstable/pod1/limited", Version: 1, Limit: 256 * mib,
-				Usage: 100 * mib, WorkingSet: 90 * mib, OOMKills: 3, HasOOMKills: true},
+				Usage: 100 * mib, WorkingSet: 90 * mib, OOMKills: 3, HasOOMKills: true, HasAnon: true, HasFile: true},
 		},
 		{
 			name: "v1 unlimited, kernel without oom_kill", tree: "cgroupv1", pid: 11,
-			want: CgroupMemory{Path: "/unlimited", Version: 1, Limit: 0, Usage: 50 * mib, WorkingSet: 50 * mib},
+			want: CgroupMemory{Path: "/unlimited", Version: 1, Limit: 0, Usage: 50 * mib, WorkingSet: 50 * mib, HasAnon: true, HasFile: true},
 		},
 		{name: "v1 garbage usage", tree: "cgroupv1", pid: 12, wantErr: "memory.usage_in_bytes: not an unsigned integer"},
 		{name: "v1 dot-dot path", tree: "cgroupv1", pid: 13, wantErr: "host cgroup namespace"},
 		{name: "v1 cgroup gone", tree: "cgroupv1", pid: 14, wantErr: "no such cgroup under sysfs"},
 		{
 			name: "v1 inactive file above usage", tree: "cgroupv1", pid: 15,
-			want: CgroupMemory{Path: "/cachy", Version: 1, Limit: 64 * mib, Usage: 10 * mib, WorkingSet: 0, HasOOMKills: true},
+			want: CgroupMemory{Path: "/cachy", Version: 1, Limit: 64 * mib, Usage: 10 * mib, WorkingSet: 0, HasOOMKills: true, HasAnon: true, HasFile: true},
 		},
 		{
 			name: "v1 co-mounted controllers", tree: "cgroupv1", pid: 16,
-			want: CgroupMemory{Path: "/comount", Version: 1, Limit: 32 * mib, Usage: mib, WorkingSet: mib, HasOOMKills: true},
+			want: CgroupMemory{Path: "/comount", Version: 1, Limit: 32 * mib, Usage: mib, WorkingSet: mib, HasOOMKills: true, HasAnon: true, HasFile: true},
 		},
 		{name: "v1 no memory controller", tree: "cgroupv1", pid: 17, wantErr: "no memory cgroup"},
 		{name: "v1 bad oom_kill", tree: "cgroupv1", pid: 18, wantErr: "memory.oom_control: oom_kill"},
 		{
 			name: "v1 no oom_control file", tree: "cgroupv1", pid: 19,
-			want: CgroupMemory{Path: "/nooomfile", Version: 1, Limit: 64 * mib, Usage: mib, WorkingSet: mib},
+			want: CgroupMemory{Path: "/nooomfile", Version: 1, Limit: 64 * mib, Usage: mib, WorkingSet: mib, HasAnon: true, HasFile: true},
 		},
 		{name: "v1 empty limit", tree: "cgroupv1", pid: 20, wantErr: "memory.limit_in_bytes: empty value"},
 		{
 			name: "v1 root cgroup", tree: "cgroupv1", pid: 21,
-			want: CgroupMemory{Path: "/", Version: 1, Usage: 900 * mib, WorkingSet: 800 * mib, OOMKills: 7, HasOOMKills: true},
+			want: CgroupMemory{Path: "/", Version: 1, Usage: 900 * mib, WorkingSet: 800 * mib, OOMKills: 7, HasOOMKills: true, HasAnon: true, HasFile: true},
 		},
 		{name: "garbage /proc/pid/cgroup", tree: "cgroupv1", pid: 22, wantErr: "reading cgroup"},
 		{name: "relative cgroup path", tree: "cgroupv1", pid: 23, wantErr: "not absolute"},
 		{name: "no such pid", tree: "cgroupv1", pid: 99999, wantErr: "pid 99999"},
 		{
+			// Captured on a cgroup v1 host (Linux 6.18): the stand-in
+			// executor (-Xmx256m, 96 MiB of heap, 32 MiB direct) and 48 MiB
+			// written to /dev/shm from inside the cgroup. v1 has no kernel
+			// figure in memory.stat.
+			name: "v1 real executor with tmpfs data", tree: "cgroupv1", pid: 24,
+			want: CgroupMemory{Path: "/capture-executor", Version: 1, Limit: 1 << 30, Usage: 216657920,
+				WorkingSet: 216657920 - 122880, HasOOMKills: true,
+				Anon: 164806656, File: 50458624, Shmem: 48 * mib, HasAnon: true, HasFile: true, HasShmem: true},
+		},
+		{
 			name: "v2 container", tree: "cgroupv2", pid: 30,
 			want: CgroupMemory{Path: "/kubepods.slice/kubepods-pod1.slice/cri-containerd-abc.scope", Version: 2,
-				Limit: 512 * mib, Usage: 300 * mib, WorkingSet: 256 * mib, OOMKills: 1, HasOOMKills: true},
+				Limit: 512 * mib, Usage: 300 * mib, WorkingSet: 256 * mib, OOMKills: 1, HasOOMKills: true, Anon: 1, File: 2, HasAnon: true, HasFile: true},
 		},
 		{
 			name: "v2 unlimited, no memory.events", tree: "cgroupv2", pid: 31,
-			want: CgroupMemory{Path: "/system.slice/spark.service", Version: 2, Usage: 80 * mib, WorkingSet: 80 * mib},
+			want: CgroupMemory{Path: "/system.slice/spark.service", Version: 2, Usage: 80 * mib, WorkingSet: 80 * mib, Anon: 1, File: 2, HasAnon: true, HasFile: true},
 		},
 		{name: "v2 garbage max", tree: "cgroupv2", pid: 32, wantErr: "memory.max: not an unsigned integer"},
 		{name: "v2 dot-dot path", tree: "cgroupv2", pid: 33, wantErr: "leaves the cgroup namespace root"},
 		{name: "v2 memory controller not enabled", tree: "cgroupv2", pid: 34, wantErr: "memory.max missing: no memory controller"},
 		{name: "v2 bad memory.events", tree: "cgroupv2", pid: 35, wantErr: "memory.events: oom_kill"},
 		{name: "v2 bad memory.stat", tree: "cgroupv2", pid: 36, wantErr: "memory.stat: inactive_file"},
+		// The two v2 memory.stat files below are written by hand in the
+		// format of Documentation/admin-guide/cgroup-v2.rst and
+		// mm/memcontrol.c (key order, units, lines of a 6.8 and a 5.15
+		// kernel), with figures that add up as a kernel's do (anon+shmem
+		// is the anon LRUs, file-shmem the file LRUs); this host's memory
+		// controller is on v1, so no v2 file could be captured here.
+		{
+			name: "v2 kernel 5.18+: kernel plus sock", tree: "cgroupv2", pid: 37,
+			want: CgroupMemory{Path: "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod2.slice/cri-containerd-def.scope",
+				Version: 2, Limit: 5 << 30, Usage: 2058797056, WorkingSet: 2058797056 - 178257920, HasOOMKills: true,
+				Anon: 1719664640, File: 312475648, Shmem: 64 * mib, Kernel: 26529792 + 126976,
+				HasAnon: true, HasFile: true, HasShmem: true, HasKernel: true},
+		},
+		{
+			name: "v2 kernel before 5.18: the parts summed", tree: "cgroupv2", pid: 38,
+			want: CgroupMemory{Path: "/system.slice/spark-worker.service/app-1-exec-2",
+				Version: 2, Usage: 912261120, WorkingSet: 912261120 - 83107840, HasOOMKills: true,
+				Anon: 771751936, File: 127926272, Shmem: 16 * mib, Kernel: 1851392 + 3665920 + 712800 + 53248 + 5861224,
+				HasAnon: true, HasFile: true, HasShmem: true, HasKernel: true},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join("testdata", tc.tree)

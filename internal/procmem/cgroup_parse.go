@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"path"
 	"strconv"
 	"strings"
@@ -81,6 +82,187 @@ func parseKeyedUint(data []byte, key string) (value uint64, found bool, err erro
 		return v, true, nil
 	}
 	return 0, false, nil
+}
+
+// memoryStat is what a scan takes from memory.stat: the inactive file
+// pages for the working set, and the cgroup's memory by kind. Every field
+// is hierarchical (the cgroup and its descendants), as usage is.
+type memoryStat struct {
+	inactiveFile              uint64
+	anon, file, shmem, kernel uint64
+	// Whether memory.stat had the kind: cgroup v1 has no kernel figure.
+	hasAnon, hasFile, hasShmem, hasKernel bool
+}
+
+// statKey is a memory.stat key a scan uses, under either version's name.
+type statKey int8
+
+const (
+	keyInactiveFile statKey = iota // v1 total_inactive_file, v2 inactive_file
+	keyAnon                        // v1 total_rss, v2 anon
+	keyFile                        // v1 total_cache, v2 file
+	keyShmem                       // v1 total_shmem, v2 shmem
+	// v1's own-cgroup figures, for a memory.stat without the total_ ones.
+	keyRSS
+	keyCache
+	keyShmemLocal
+	// v2: kernel is kmem (5.18+); sock is charged beside it. Older kernels
+	// give only kmem's parts.
+	keyKernel
+	keySock
+	keyKernelStack
+	keyPagetables
+	keySecPagetables
+	keyPercpu
+	keyVmalloc
+	keySlab
+	numStatKeys
+	noKey statKey = -1
+)
+
+// The parse stops once either set of keys has been seen, so that it costs
+// about what the working set's key alone did (memory.stat is read for
+// every cgroup on every scan). With the first line of a key counting, the
+// rest cannot change the result, but for one case: a v2 file without
+// "kernel" stops at "slab", the last of kernel's parts in the order
+// mm/memcontrol.c writes them (kernel third, slab after the LRU lists).
+const (
+	v1StatDone       = 1<<keyInactiveFile | 1<<keyAnon | 1<<keyFile | 1<<keyShmem
+	v2StatDone       = v1StatDone | 1<<keyKernel | 1<<keySock
+	v2StatDoneBefore = v1StatDone | 1<<keySock | 1<<keySlab // before Linux 5.18
+)
+
+func v1StatKey(name []byte) statKey {
+	switch string(name) {
+	case "total_inactive_file":
+		return keyInactiveFile
+	case "total_rss":
+		return keyAnon
+	case "total_cache":
+		return keyFile
+	case "total_shmem":
+		return keyShmem
+	case "rss":
+		return keyRSS
+	case "cache":
+		return keyCache
+	case "shmem":
+		return keyShmemLocal
+	}
+	return noKey
+}
+
+func v2StatKey(name []byte) statKey {
+	switch string(name) {
+	case "inactive_file":
+		return keyInactiveFile
+	case "anon":
+		return keyAnon
+	case "file":
+		return keyFile
+	case "shmem":
+		return keyShmem
+	case "kernel":
+		return keyKernel
+	case "sock":
+		return keySock
+	case "kernel_stack":
+		return keyKernelStack
+	case "pagetables":
+		return keyPagetables
+	case "sec_pagetables":
+		return keySecPagetables
+	case "percpu":
+		return keyPercpu
+	case "vmalloc":
+		return keyVmalloc
+	case "slab":
+		return keySlab
+	}
+	return noKey
+}
+
+// parseMemoryStat reads a memory.stat in one pass, split as
+// parseKeyedUint splits it, without allocating, up to where the kernel
+// has written every key it uses (v1StatDone). The first line of a key
+// counts; a key the result uses with a bad value is an error, and an
+// absent one is not (kernels differ). The kinds and their keys are
+// CgroupMemory's Anon, File, Shmem and Kernel.
+func parseMemoryStat(data []byte, v2 bool) (memoryStat, error) {
+	var names, vals [numStatKeys][]byte
+	var seen uint32
+	lookup, done, doneBefore := v1StatKey, uint32(v1StatDone), uint32(v1StatDone)
+	if v2 {
+		lookup, done, doneBefore = v2StatKey, v2StatDone, v2StatDoneBefore
+	}
+	for len(data) > 0 && seen&done != done && seen&doneBefore != doneBefore {
+		line, rest, _ := bytes.Cut(data, []byte{'\n'})
+		data = rest
+		if len(line) > maxCgroupFileLine {
+			return memoryStat{}, bufio.ErrTooLong
+		}
+		line = bytes.TrimSuffix(line, []byte{'\r'})
+		name, val, ok := bytes.Cut(line, []byte{' '})
+		if !ok {
+			continue
+		}
+		if k := lookup(name); k != noKey && seen&(1<<k) == 0 {
+			names[k], vals[k] = name, val
+			seen |= 1 << k
+		}
+	}
+
+	var err error
+	value := func(k statKey) (uint64, bool) {
+		if seen&(1<<k) == 0 || err != nil {
+			return 0, false
+		}
+		v, perr := parseDecimal(bytes.TrimSpace(vals[k]))
+		if perr != nil {
+			err = fmt.Errorf("%s: not an unsigned integer: %q", names[k], truncate(string(vals[k]), 64))
+		}
+		return v, perr == nil
+	}
+	// firstOf is the value of k, or else of its fallback.
+	firstOf := func(k, fallback statKey) (uint64, bool) {
+		if seen&(1<<k) != 0 {
+			return value(k)
+		}
+		return value(fallback)
+	}
+
+	var s memoryStat
+	s.inactiveFile, _ = value(keyInactiveFile)
+	if !v2 {
+		s.anon, s.hasAnon = firstOf(keyAnon, keyRSS)
+		s.file, s.hasFile = firstOf(keyFile, keyCache)
+		s.shmem, s.hasShmem = firstOf(keyShmem, keyShmemLocal)
+	} else {
+		s.anon, s.hasAnon = value(keyAnon)
+		s.file, s.hasFile = value(keyFile)
+		s.shmem, s.hasShmem = value(keyShmem)
+		parts := []statKey{keyKernel, keySock}
+		if seen&(1<<keyKernel) == 0 {
+			parts = []statKey{keyKernelStack, keyPagetables, keySecPagetables, keyPercpu, keySock, keyVmalloc, keySlab}
+		}
+		for _, k := range parts {
+			if v, ok := value(k); ok {
+				s.kernel, s.hasKernel = addSaturating(s.kernel, v), true
+			}
+		}
+	}
+	if err != nil {
+		return memoryStat{}, err
+	}
+	return s, nil
+}
+
+// addSaturating keeps a sum of untrusted values from wrapping around.
+func addSaturating(a, b uint64) uint64 {
+	if a+b < a {
+		return math.MaxUint64
+	}
+	return a + b
 }
 
 // parseDecimal is strconv.ParseUint(string(b), 10, 64) without the

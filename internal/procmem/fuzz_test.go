@@ -3,6 +3,7 @@ package procmem
 import (
 	"bufio"
 	"errors"
+	"os"
 	"path"
 	"strings"
 	"testing"
@@ -29,8 +30,23 @@ func FuzzCleanCgroupPath(f *testing.F) {
 	})
 }
 
-// Parsers of cgroup files return a value or an error, never panic.
+// Parsers of cgroup files return a value or an error, never panic, and
+// parseMemoryStat agrees with its plain reference (checkMemoryStat).
 func FuzzParseKeyedUint(f *testing.F) {
+	for _, fx := range []string{
+		"cgroupv1/sys/fs/cgroup/memory/capture-executor/memory.stat",
+		"cgroupv2/sys/fs/cgroup/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod2.slice/cri-containerd-def.scope/memory.stat",
+		"cgroupv2/sys/fs/cgroup/system.slice/spark-worker.service/app-1-exec-2/memory.stat",
+	} {
+		data, err := os.ReadFile(path.Join("testdata", fx))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Add([]byte("total_rss 1\nrss 2\ntotal_cache 3\ncache x\ntotal_shmem 1\ntotal_inactive_file 2\n"))
+	f.Add([]byte("slab x\nkernel 4\nsock 1\nanon 1\nanon 2\n"))
+	f.Add([]byte("kernel_stack 18446744073709551615\nslab 1\nfile 2\r\n"))
 	f.Add([]byte("oom_kill_disable 0\nunder_oom 0\noom_kill 3\n"))
 	f.Add([]byte("oom_kill"))
 	f.Add([]byte("oom_kill  \x00"))
@@ -56,5 +72,7 @@ func FuzzParseKeyedUint(f *testing.F) {
 		}
 		_, _ = parseV1Limit(data)
 		_, _ = parseV2Max(data)
+		checkMemoryStat(t, data, false)
+		checkMemoryStat(t, data, true)
 	})
 }
