@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"io"
 	"os"
 	"strconv"
 	"sync"
@@ -65,7 +66,7 @@ type nativeReader struct {
 	procPath string
 	failed   func(pid int, err error)
 
-	buf  []byte
+	buf  []byte // read buffer, readChunk bytes
 	maps []nativemem.Mapping
 	seed maphash.Seed
 
@@ -157,7 +158,10 @@ func (r *nativeReader) due(s *nativeState, j *JVM, now time.Time) dueness {
 	if s.mem.Last.Time.Sub(j.ProcessStart) < r.cfg.Startup && now.Sub(s.mem.Last.Time) >= r.cfg.Startup/3 {
 		return dueRead
 	}
-	if r.moved(s.nonHeap, nonHeapOf(j)) || r.moved(s.usage, j.CgroupUsage) || bandOf(j) > s.band {
+	// A container's usage counts only for a JVM with a limit of its own:
+	// a cgroup without one (a systemd service, the root) is shared with
+	// other processes whose memory moves all the time.
+	if r.moved(s.nonHeap, nonHeapOf(j)) || j.CgroupLimit > 0 && r.moved(s.usage, j.CgroupUsage) || bandOf(j) > s.band {
 		return dueRead
 	}
 	if now.Sub(s.mem.Checked) >= r.cfg.MaxAge {
@@ -166,9 +170,11 @@ func (r *nativeReader) due(s *nativeState, j *JVM, now time.Time) dueness {
 	return notDue
 }
 
+// moved: by MoveBytes, or by MoveShare and a quarter of MoveBytes, so
+// that a small JVM's few MiB of noise do not read it every MinInterval.
 func (r *nativeReader) moved(was, is uint64) bool {
 	d := max(was, is) - min(was, is)
-	return d >= r.cfg.MoveBytes || float64(d) >= r.cfg.MoveShare*float64(was)
+	return d >= r.cfg.MoveBytes || d >= r.cfg.MoveBytes/4 && float64(d) >= r.cfg.MoveShare*float64(was)
 }
 
 // nonHeapOf is the JVM's resident memory outside its committed heap, the
@@ -194,10 +200,10 @@ func (r *nativeReader) read(s *nativeState, j *JVM, now time.Time) {
 	dir := r.procPath + "/" + strconv.Itoa(j.PID)
 	layout, err := r.mapsHash(dir)
 	if err == nil {
-		r.buf, err = readBounded(dir+"/smaps", r.buf, maxSmapsBytes, maxSmapsTime)
-	}
-	if err == nil {
-		r.maps, err = nativemem.ParseSmaps(r.buf, r.maps)
+		err = r.withFile(dir+"/smaps", func(f io.Reader) (err error) {
+			r.maps, err = nativemem.ReadSmaps(f, r.buf, r.maps)
+			return err
+		})
 	}
 	if err != nil {
 		if !isGone(err) {
@@ -241,46 +247,61 @@ func (r *nativeReader) check(s *nativeState, j *JVM, now time.Time) {
 // mapsHash hashes /proc/<pid>/maps: the mappings' ranges, permissions and
 // files, which a region's growth changes.
 func (r *nativeReader) mapsHash(dir string) (uint64, error) {
-	var err error
-	r.buf, err = readBounded(dir+"/maps", r.buf, maxSmapsBytes, maxSmapsTime)
-	if err != nil {
-		return 0, err
-	}
-	return maphash.Bytes(r.seed, r.buf), nil
+	var h maphash.Hash
+	h.SetSeed(r.seed)
+	err := r.withFile(dir+"/maps", func(f io.Reader) error {
+		_, err := io.CopyBuffer(&h, f, r.buf[:cap(r.buf)])
+		return err
+	})
+	return h.Sum64(), err
 }
 
-// readBounded reads a file of procfs into buf, failing past limit bytes
-// or, between two reads, past a deadline: the kernel writes smaps a page
-// at a time, so no one read call takes long.
-func readBounded(path string, buf []byte, limit int, timeout time.Duration) ([]byte, error) {
+// withFile opens a file of procfs (never following a symlink) and hands
+// read a reader of it bounded in size and time, through r.buf: the
+// kernel writes smaps a page at a time, so no one read call takes long,
+// and a process with many mappings costs its mappings, not its file.
+func (r *nativeReader) withFile(path string, read func(io.Reader) error) error {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+		return &os.PathError{Op: "open", Path: path, Err: err}
 	}
 	defer unix.Close(fd)
-	deadline := time.Now().Add(timeout)
-	buf = buf[:0]
+	if cap(r.buf) < readChunk {
+		r.buf = make([]byte, readChunk)
+	}
+	return read(&boundedReader{fd: fd, path: path, left: maxSmapsBytes, deadline: time.Now().Add(maxSmapsTime)})
+}
+
+// readChunk is what one read asks of the kernel; it also bounds a line.
+const readChunk = 32 << 10
+
+type boundedReader struct {
+	fd       int
+	path     string
+	left     int
+	deadline time.Time
+}
+
+func (b *boundedReader) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, fmt.Errorf("%s: %w: more than %d bytes", b.path, ErrTooLarge, maxSmapsBytes)
+	}
+	if time.Now().After(b.deadline) {
+		return 0, fmt.Errorf("%s: %w (%v)", b.path, ErrSmapsTooSlow, maxSmapsTime)
+	}
 	for {
-		if cap(buf)-len(buf) < 64<<10 {
-			buf = append(buf, make([]byte, 64<<10)...)[:len(buf)]
-		}
-		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
+		n, err := unix.Read(b.fd, p)
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
-			return nil, &os.PathError{Op: "read", Path: path, Err: err}
+			return 0, &os.PathError{Op: "read", Path: b.path, Err: err}
 		}
 		if n == 0 {
-			return buf, nil
+			return 0, io.EOF
 		}
-		buf = buf[:len(buf)+n]
-		if len(buf) > limit {
-			return nil, fmt.Errorf("%s: %w: more than %d bytes", path, ErrTooLarge, limit)
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("%s: %w (%v)", path, ErrSmapsTooSlow, timeout)
-		}
+		b.left -= n
+		return n, nil
 	}
 }
 

@@ -56,7 +56,7 @@ const (
 func Classify(ms []Mapping, l Layout) Breakdown {
 	var b Breakdown
 	heap := findReservation(ms, l.HeapReserved)
-	class := findReservation(ms, l.ClassSpaceReserved)
+	class := findReservationOutside(ms, l.ClassSpaceReserved, heap)
 	libs := libraryFiles(ms)
 	var seenShared map[sharedKey]bool
 	var reservedCommitted uint64 // the JVM's committed parts of its reservations
@@ -206,6 +206,8 @@ type span struct{ lo, hi uint64 }
 
 func (s span) overlaps(m *Mapping) bool { return s.hi > s.lo && m.Start < s.hi && m.End > s.lo }
 
+func (s span) meets(o span) bool { return s.hi > s.lo && o.hi > o.lo && s.lo < o.hi && o.lo < s.hi }
+
 // share is the part of m's resident bytes inside s, prorated by address
 // when m straddles its edge.
 func (s span) share(m *Mapping) uint64 {
@@ -225,6 +227,10 @@ func (s span) share(m *Mapping) uint64 {
 // at the heap's top). It returns the zero span when no run fits, as when
 // the kernel merged a neighbour into one of its edges.
 func findReservation(ms []Mapping, size uint64) span {
+	return findReservationOutside(ms, size, span{})
+}
+
+func findReservationOutside(ms []Mapping, size uint64, not span) span {
 	if size == 0 {
 		return span{}
 	}
@@ -245,8 +251,8 @@ func findReservation(ms []Mapping, size uint64) span {
 			if j == b {
 				break
 			}
-			if ms[j].End-ms[i].Start == size {
-				return span{ms[i].Start, ms[j].End}
+			if found := (span{ms[i].Start, ms[j].End}); ms[j].End-ms[i].Start == size && !found.meets(not) {
+				return found
 			}
 		}
 		a = b
@@ -254,8 +260,11 @@ func findReservation(ms []Mapping, size uint64) span {
 	return span{}
 }
 
-// reservable: not one of the kernel's named mappings ([heap], [stack]).
-func reservable(m *Mapping) bool { return m.Path == "" || m.Path[0] != '[' }
+// reservable: a part of a JVM reservation, or a file mapped into one.
+// Thread stacks (guards without MAP_NORESERVE) and malloc arenas (usable
+// parts with it) are not: a thousand 1 MiB stacks or sixteen 64 MiB arenas
+// in a row would otherwise pass for a 1 GiB class space.
+func reservable(m *Mapping) bool { return !m.Anonymous() || jvmReserved(m) }
 
 // metaspaceNodeSize is the size of each reservation holding metaspace
 // outside the class space (HotSpot 17's virtual space nodes, 64-bit).

@@ -1,9 +1,11 @@
 package nativemem
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 )
 
@@ -46,15 +48,26 @@ const MaxMappings = 70000
 // skipped; a header that does not parse fails the whole file, since every
 // figure after it would be attributed to the wrong mapping.
 func ParseSmaps(data []byte, ms []Mapping) ([]Mapping, error) {
+	return ReadSmaps(bytes.NewReader(data), nil, ms)
+}
+
+// maxLine bounds one line: a header with a path of PATH_MAX (4096) bytes,
+// each of which the kernel may print as a four-byte octal escape (\012).
+const maxLine = 20 << 10
+
+// ReadSmaps is ParseSmaps reading from r, a line at a time through
+// scratch (grown to 20 KiB if smaller), so that reading a process with
+// thousands of mappings holds its mappings, not its file.
+func ReadSmaps(r io.Reader, scratch []byte, ms []Mapping) ([]Mapping, error) {
 	ms = ms[:0]
 	paths := map[string]string{} // one string per distinct path
-	for len(data) > 0 {
-		line := data
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			line, data = data[:i], data[i+1:]
-		} else {
-			data = nil
-		}
+	sc := bufio.NewScanner(r)
+	if cap(scratch) < maxLine {
+		scratch = make([]byte, maxLine)
+	}
+	sc.Buffer(scratch[:cap(scratch)], maxLine)
+	for sc.Scan() {
+		line := sc.Bytes()
 		if len(line) == 0 {
 			continue
 		}
@@ -83,6 +96,12 @@ func ParseSmaps(data []byte, ms []Mapping) ([]Mapping, error) {
 			}
 			ms = append(ms, m)
 		}
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, fmt.Errorf("%w: a line longer than %d bytes", ErrMalformed, maxLine)
+		}
+		return nil, err
 	}
 	return ms, nil
 }

@@ -1,0 +1,95 @@
+package jvm
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-kit/log"
+
+	"github.com/executor-exporter/executor_exporter/internal/nativemem"
+	"github.com/executor-exporter/executor_exporter/internal/testenv"
+	"github.com/executor-exporter/executor_exporter/internal/testjvm"
+)
+
+// Each kind of native leak, in a JVM of its own in a memory cgroup of its
+// own, is named by the tracker's breakdown as what grew most since the
+// JVM's start-up, with at least half of what grew outside the heap, within
+// 60 s of the leak: as an OOM verdict would name it. The leaks start after
+// the start-up (shortened to 10 s here).
+func TestNativeBreakdownNamesEachLeak(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts six JVMs")
+	}
+	testenv.RequireRoot(t)
+	testjvm.RequireJava(t)
+	cfg := DefaultNativeConfig
+	cfg.Startup, cfg.MinInterval = 10*time.Second, 2*time.Second
+	tr, err := NewTracker(Config{ProcFS: "/proc", SysFS: "/sys", Interval: time.Second, Retention: time.Minute,
+		MaxProcesses: 100, MaxAge: time.Second, Native: cfg}, log.NewNopLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tr.Stop)
+	tr.Start()
+	shm := filepath.Join("/dev/shm", "executor-exporter-leak-"+t.Name()[len("TestNative"):])
+	mapped := filepath.Join(t.TempDir(), "mapped")
+	t.Cleanup(func() { os.Remove(shm) })
+
+	for _, tc := range []struct {
+		kind, region string
+		args         []string
+	}{
+		{"direct-large", "native_mmap", nil},
+		{"direct-small", "malloc", nil},
+		{"threads", "thread_stacks", []string{"--threads", "1000", "--stack-kb", "160"}},
+		{"classes", "metaspace", []string{"--target-mb", "120"}},
+		{"mapped", "mapped_files", []string{"--file", mapped}},
+		{"shm", nativemem.Shmem, []string{"--file", shm}},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			t.Parallel()
+			cg := testenv.NewMemoryCgroup(t, 1<<30)
+			j := testjvm.Start(t, testjvm.Options{
+				MainClass: "standin.Leak",
+				JVMArgs:   []string{"-Xmx128m", "-XX:MaxDirectMemorySize=1g", "-XX:+UseG1GC"},
+				// The leak starts after the start-up, whose last breakdown is the base.
+				Args: append([]string{"--kind", tc.kind, "--after-s", "15"}, tc.args...),
+				Cgroup:    cg.Procs(),
+			})
+			waitLine(t, j, "leaked", 90*time.Second)
+			leaked := time.Now()
+			var g nativemem.Growth
+			testenv.WaitFor(t, 60*time.Second, tc.kind+" named as what grew", func() bool {
+				s, ok := tr.LastSample(j.PID)
+				if !ok || s.Native == nil || !s.Native.Last.Time.After(leaked) {
+					return false
+				}
+				g = s.Native.Growth()
+				return g.Region == tc.region && g.Total > 0 && float64(g.Bytes) >= 0.5*float64(g.Total)
+			})
+			t.Logf("%s: %s (net growth outside the heap %d MiB)", tc.kind, g, g.Total>>20)
+		})
+	}
+}
+
+// waitLine waits for the JVM to print line.
+func waitLine(t *testing.T, j *testjvm.JVM, line string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		select {
+		case l, ok := <-j.Lines:
+			if !ok {
+				t.Fatalf("the JVM ended before printing %q", line)
+			}
+			if strings.TrimSpace(l) == line {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("the JVM did not print %q within %v", line, timeout)
+		}
+	}
+}
