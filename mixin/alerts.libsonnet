@@ -40,8 +40,10 @@
   // show(expr) prints, in a description, the value of expr for the alert's
   // JVM (expr's selectors are narrowed to its instance and pid) in IEC units.
   local show(expr) =
-    '{{ with printf `%s` $labels.instance $labels.pid | query }}{{ . | first | value | humanize1024 }}B{{ end }}' %
-    std.strReplace(expr, sel, sel + ', instance="%[1]s", pid="%[2]s"'),
+    '{{ with printf `%s` $labels.instance $labels.pid | query }}{{ . | first | value | humanize1024 }}B{{ end }}' % narrow(expr),
+  // narrow(expr) narrows expr's selectors to the alert's JVM, for printf
+  // with $labels.instance and $labels.pid.
+  local narrow(expr) = std.strReplace(expr, sel, sel + ', instance="%[1]s", pid="%[2]s"'),
   // nodeQuery(expr) prints, in a description, the value of expr for the
   // alert's node (expr's selectors are narrowed to its instance), whole.
   local nodeQuery(expr) =
@@ -63,7 +65,29 @@
   }),
   local raise =
     '{{ with printf `%s` $labels.instance $labels.pid | query }}{{ . | first | value | printf "%%.0f" }}{{ end }}' %
-    std.strReplace('(%(a)s > %(b)s or %(b)s)' % { a: raiseBy, b: e.mib(e.heapMax + ' / 4') }, sel, sel + ', instance="%[1]s", pid="%[2]s"'),
+    narrow('(%(a)s > %(b)s or %(b)s)' % { a: raiseBy, b: e.mib(e.heapMax + ' / 4') }),
+
+  // Where in the non-heap memory it grows, for the non-heap alerts: the
+  // region that grew most over nativeRegionWindow, or, when none grew, the
+  // largest, each with the runbook's advice for it; or that the JVM has no
+  // breakdown (yet). Text only, queried when the description is rendered:
+  // a region label would change the alert's identity (and restart its
+  // `for`) each time the fastest region changed, or its first breakdown
+  // arrived.
+  local regionsURL = c.runbookURL + '#native-memory-regions',
+  local regionURL = c.runbookURL + '#region-{{ .Labels.region }}',
+  local regionNote =
+    ('{{ with printf `%(fastest)s > 0` $labels.instance $labels.pid | query }}{{ with . | first }}' +
+     ' Fastest-growing non-heap region: {{ .Labels.region }}, +{{ .Value | humanize1024 }}B in the last %(w)s; what to do: %(regionURL)s.{{ end }}' +
+     '{{ else }}{{ with printf `%(largest)s` $labels.instance $labels.pid | query }}{{ with . | first }}' +
+     ' No non-heap region grew in the last %(w)s; the largest is {{ .Labels.region }}, {{ .Value | humanize1024 }}B; what to do: %(regionURL)s.{{ end }}' +
+     '{{ else }} No breakdown by region for this JVM yet (executor_jvm_native_memory_bytes; see %(regionsURL)s).{{ end }}{{ end }}') % {
+      fastest: narrow(e.nativeRegionFastest),
+      largest: narrow(e.nativeRegionLargest),
+      w: c.nativeRegionWindow,
+      regionURL: regionURL,
+      regionsURL: regionsURL,
+    },
 
   // The heap figures of a JVM that has ended, from its last series in
   // the exit window; nothing when they are gone already.
@@ -100,8 +124,8 @@
             'Executor heap max plus non-heap memory exceeds its container limit.',
             ('%s cannot fit its container: heap max %s + non-heap %s%s is {{ $value }} MiB over the %s limit. ' +
              'When the heap fills, the container is OOM-killed (exit code 137). ' +
-             'Raise spark.executor.memoryOverhead by {{ $value }} MiB, or lower spark.executor.memory by {{ $value }} MiB.') %
-            [jvm, show(e.heapMax), show(e.nonHeap), pythonNote, show('executor_container_memory_limit_bytes{%s}' % sel)],
+             'Raise spark.executor.memoryOverhead by {{ $value }} MiB, or lower spark.executor.memory by {{ $value }} MiB.%s') %
+            [jvm, show(e.heapMax), show(e.nonHeap), pythonNote, show('executor_container_memory_limit_bytes{%s}' % sel), regionNote],
           ),
           alert(
             'ExecutorOverheadBudgetNearlyFull',
@@ -115,8 +139,8 @@
             'Executor non-heap memory nearly fills its overhead budget.',
             ('%s holds %s outside its heap%s: more than %g%% of its overhead budget, the %s its container limit leaves beside the heap max. ' +
              'Past the budget, the container is OOM-killed (exit code 137) when the heap fills. ' +
-             'Raise spark.executor.memoryOverhead by at least {{ $value }} MiB (or lower spark.executor.memory by as much); if the non-heap memory keeps growing, look for a native leak (direct buffers, threads).') %
-            [jvm, show(e.nonHeap), pythonNote, c.budgetThreshold * 100, show(e.budget)],
+             'Raise spark.executor.memoryOverhead by at least {{ $value }} MiB (or lower spark.executor.memory by as much); if the non-heap memory keeps growing, look for a native leak (direct buffers, threads).%s') %
+            [jvm, show(e.nonHeap), pythonNote, c.budgetThreshold * 100, show(e.budget), regionNote],
           ),
           alert(
             'ExecutorOverheadBudgetRunningOut',
@@ -143,8 +167,8 @@
             'Executor non-heap memory predicted to outgrow its overhead budget.',
             ('At the rate of the last %s, the memory %s holds outside its heap (%s now%s) outgrows its overhead budget (the %s its container limit leaves beside the heap max) by {{ $value }} MiB within %d minutes. ' +
              'Steady growth there is a native leak (direct buffers, threads, JNI) or growing Python workers. ' +
-             'Raise spark.executor.memoryOverhead by {{ $value }} MiB to get through, and find the leak.') %
-            [c.budgetPredictWindow, jvm, show(e.nonHeap), pythonNote, show(e.budget), c.budgetPredictMinutes],
+             'Raise spark.executor.memoryOverhead by {{ $value }} MiB to get through, and find the leak.%s') %
+            [c.budgetPredictWindow, jvm, show(e.nonHeap), pythonNote, show(e.budget), c.budgetPredictMinutes, regionNote],
           ),
         ],
       },
@@ -256,7 +280,11 @@
               (executor_oom_kills_total{%(sel)s} > 0 unless executor_oom_kills_total{%(sel)s} offset %(window)s)
             ||| % { sel: sel, window: c.oomKillWindow }, ['pid', 'cause']),
             'Executor OOM-killed.',
-            'The kernel OOM-killed %s (exit code 137). Cause: {{ $labels.cause }} ({{ $labels.constraint }}).' % jvm,
+            // region: on a native kill, the non-heap region (or shmem) that
+            // grew most since the JVM's first minute, as the exporter saw it.
+            ('The kernel OOM-killed %s (exit code 137). Cause: {{ $labels.cause }} ({{ $labels.constraint }}).' +
+             '{{ with $labels.region }} The region that grew most since its first minute: {{ . }}; what to do: %s.{{ end }}') %
+            [jvm, c.runbookURL + '#region-{{ . }}'],
           ),
         ],
       },

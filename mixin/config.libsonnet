@@ -53,6 +53,14 @@
     budgetPredictMinRatio: 0.75,
     budgetPredictFor: '10m',
 
+    // Native memory regions: the growth of each region of
+    // executor_jvm_native_memory_bytes outside the heap (and of the
+    // container's tmpfs pages, shmem, and the PySpark workers, python) over
+    // this window, recorded per executor with the fastest of them; the
+    // non-heap alerts' descriptions name it. The exporter reads the breakdown every 15 minutes at least,
+    // so the window should hold two readings.
+    nativeRegionWindow: '30m',
+
     // JVM heap nearly full after GC: the smallest heap use over
     // heapAfterGCWindow (the troughs the collector leaves) is above this
     // fraction of the heap's max, while collections run.

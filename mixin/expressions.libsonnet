@@ -47,6 +47,37 @@
     // How much the heap may still grow: max minus committed.
     heapRoom: 'clamp_min(%(max)s - %(committed)s, 0)' % { max: x.heapMax, committed: x.heapCommitted },
 
+    // The non-heap memory by region: executor_jvm_native_memory_bytes
+    // (the JVM's resident memory by region, from /proc/<pid>/smaps) without
+    // the heap; the container's tmpfs pages (kind shmem of
+    // executor_container_memory_bytes: /dev/shm, a memory-backed spill
+    // directory), which the process need not map but the limit counts, as
+    // region "shmem"; and the PySpark workers' resident memory as region
+    // "python", as the exporter names a native kill's region
+    // (docs/oom.md#which-native-memory). One series per region and JVM.
+    local regions(f) =
+      '(%(f1)s or label_replace(sum without(kind) (%(f2)s), "region", "shmem", "", "") or label_replace(sum without(kind) (%(f3)s), "region", "python", "", ""))' % {
+        f1: f('executor_jvm_native_memory_bytes{%s, region!="heap"}' % s),
+        f2: f('executor_container_memory_bytes{%s, kind="shmem"}' % s),
+        f3: f('executor_process_resident_memory_bytes{%s, kind="python"}' % s),
+      },
+    nativeRegions: regions(function(v) v),
+
+    // How much each of those grew over nativeRegionWindow. The breakdown is
+    // a sparse gauge: read every 15 minutes at least and constant between
+    // readings, so delta() (last minus first sample of the window, a gauge's
+    // increase) and not rate(); a region that shrank is negative. Only
+    // shmem and python for a JVM without a breakdown.
+    nativeRegionGrowth: regions(function(v) 'delta(%s[%s])' % [v, c.nativeRegionWindow]),
+
+    // The region that grew most over the window, one per JVM.
+    nativeRegionFastest: 'topk by(%(cluster)s, job, instance, pid) (1, %(growth)s)' % { cluster: c.clusterLabel, growth: x.nativeRegionGrowth },
+
+    // The largest region, one per JVM that has a breakdown (shmem and
+    // python alone are none: every JVM in a memory cgroup has the one, every
+    // JVM the other).
+    nativeRegionLargest: 'topk by(%(cluster)s, job, instance, pid) (1, %(regions)s) and on(%(cluster)s, instance, pid) executor_jvm_native_memory_timestamp_seconds{%(s)s}' % { cluster: c.clusterLabel, regions: x.nativeRegions, s: s },
+
     // Whole MiB, rounded up, for descriptions that name a setting's change.
     mib(expr):: 'ceil((%s) / 1048576)' % expr,
   },

@@ -84,6 +84,19 @@
             record: 'executor_node:jvm_heap_room:bytes',
             expr: 'sum by(%s, job, instance) (%s)\n' % [c.clusterLabel, e.heapRoom],
           },
+          {
+            // How much each region of the non-heap memory grew over the
+            // window (the container's tmpfs pages as region shmem, the
+            // PySpark workers as python; expressions.libsonnet).
+            record: 'executor:jvm_native_memory_region_growth:delta%s' % c.nativeRegionWindow,
+            expr: e.nativeRegionGrowth + '\n',
+          },
+          {
+            // The one of them that grew most, per JVM: where a native leak
+            // is (docs/runbook.md#native-memory-regions).
+            record: 'executor:jvm_native_memory_fastest_region_growth:delta%s' % c.nativeRegionWindow,
+            expr: e.nativeRegionFastest + '\n',
+          },
         ],
       },
       {
@@ -110,9 +123,12 @@
             expr: 'count by(%s) (%s)\n' % [instanceTypeLabels, info('provider, instance_type, lifecycle')],
           },
           {
+            // region: the non-heap region that grew most before a native
+            // kill (empty for other causes); executor_instance_info's own
+            // region label (the cloud's) is not copied.
             record: 'instance_type:executor_oom_kills:increase1h',
             expr: |||
-              sum by(%(labels)s, cause) (
+              sum by(%(labels)s, cause, region) (
                 %(joined)s
               )
             ||| % {
@@ -125,7 +141,7 @@
             // them to interruptions, one instance type to its heap?
             record: 'instance_type:executor_jvm_exits:increase1h',
             expr: |||
-              sum by(%(labels)s, reason) (
+              sum by(%(labels)s, reason, region) (
                 %(joined)s
               )
             ||| % {
@@ -171,11 +187,11 @@
           },
           {
             record: 'app:executor_jvm_exits:increase1h',
-            expr: 'sum by(%s, reason) (increase(executor_jvm_exits_total{%s, app_id!=""}[1h]))\n' % [appLabels, sel],
+            expr: 'sum by(%s, reason, region) (increase(executor_jvm_exits_total{%s, app_id!=""}[1h]))\n' % [appLabels, sel],
           },
           {
             record: 'app:executor_oom_kills:increase1h',
-            expr: 'sum by(%s, cause) (increase(executor_oom_kills_total{%s, app_id!=""}[1h]))\n' % [appLabels, sel],
+            expr: 'sum by(%s, cause, region) (increase(executor_oom_kills_total{%s, app_id!=""}[1h]))\n' % [appLabels, sel],
           },
         ],
       },

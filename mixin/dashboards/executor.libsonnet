@@ -13,7 +13,7 @@ local common = import 'common.libsonnet';
       common.base(c,
                   'Executor memory',
                   'executor-memory',
-                  'Where the memory of Spark executors goes: heap pools against the max, non-heap, GC, resident memory by kind against the container limit, OOM kills.') {
+                  'Where the memory of Spark executors goes: heap pools against the max, non-heap, native memory by region, GC, resident memory by kind against the container limit, OOM kills.') {
         templating: {
           list: [
             g.datasourceVariable,
@@ -46,7 +46,7 @@ local common = import 'common.libsonnet';
               'OOM kills',
               // changes() misses a victim's first kill when its series is new.
               'changes(executor_oom_kills_total{%(s)s}[2m]) > 0 or (executor_oom_kills_total{%(s)s} unless executor_oom_kills_total{%(s)s} offset 2m)' % { s: s },
-              'OOM kill: {{cause}}',
+              'OOM kill: {{cause}} {{region}}',
               'executor {{executor_id}} (pid {{pid}}), {{constraint}}',
               'red'
             ),
@@ -142,12 +142,46 @@ local common = import 'common.libsonnet';
             ], 'bytes', min=0) + g.limitLine('.* limit'),
           ],
           [
-            g.timeseries('OOM kills', 'Kernel OOM kills of these executors, by cause: heap (raise the heap, or lower it below the limit), native (raise spark.executor.memoryOverhead), node (the machine ran out).', [
-              g.target('sum by(executor_id, cause) (increase(executor_oom_kills_total{%s}[$__rate_interval]))' % s, '{{executor_id}} {{cause}}'),
+            g.timeseries('OOM kills', 'Kernel OOM kills of these executors, by cause: heap (raise the heap, or lower it below the limit), native (raise spark.executor.memoryOverhead), node (the machine ran out); a native kill with the region that grew most (docs/runbook.md#native-memory-regions).', [
+              g.target('sum by(executor_id, cause, region) (increase(executor_oom_kills_total{%s}[$__rate_interval]))' % s, '{{executor_id}} {{cause}} {{region}}'),
             ], 'short', min=0) { height: 6 },
-            g.table('How it ended', 'The reason each of these executors ended in the time range, as the exits collector judged it (docs/exits.md): oom_killed, heap_exhausted, interrupted, killed, exited or unknown.', [
-              g.target('max by(app_id, executor_id, pid, reason) (max_over_time(executor_jvm_exits_total{%s}[$__range])) > 0' % s, instant=true, format='table'),
+            g.table('How it ended', 'The reason each of these executors ended in the time range, as the exits collector judged it (docs/exits.md): oom_killed, heap_exhausted, interrupted, killed, exited or unknown; region: for a native kill, the region that grew most (docs/runbook.md#native-memory-regions).', [
+              g.target('max by(app_id, executor_id, pid, reason, region) (max_over_time(executor_jvm_exits_total{%s}[$__range])) > 0' % s, instant=true, format='table'),
             ]) { height: 6 },
+          ],
+          g.row('Native memory by region'),
+          [
+            g.timeseries('Resident memory by region of executor $executor',
+                         "What the JVM holds, by region (executor_jvm_native_memory_bytes, read from /proc/PID/smaps at least every 15 minutes), and its container's tmpfs pages (shmem: /dev/shm, a memory-backed spill directory), which the limit counts though the JVM need not map them, and its children (python: the PySpark workers), stacked against the container limit (dashed). The heap is the touched part of -Xmx. What each region is and what to do when it grows: docs/runbook.md#native-memory-regions.",
+                         [
+                           g.target('executor_jvm_native_memory_bytes{%s}' % s, '{{executor_id}} (pid {{pid}}) {{region}}'),
+                           g.target('executor_container_memory_bytes{%s, kind="shmem"}' % s, '{{executor_id}} (pid {{pid}}) shmem (tmpfs)'),
+                           g.target('executor_process_resident_memory_bytes{%s, kind!="jvm"}' % s, '{{executor_id}} (pid {{pid}}) {{kind}} (children)'),
+                           g.target('executor_container_memory_limit_bytes{%s}' % s, '{{executor_id}} (pid {{pid}}) limit'),
+                         ],
+                         'bytes',
+                         stack=true,
+                         min=0) + g.limitLine('.* limit') { repeat: 'executor', repeatDirection: 'h', maxPerRow: 2 },
+          ],
+          [
+            g.timeseries('Non-heap growth by region (%s)' % c.nativeRegionWindow,
+                         "How much each region outside the heap, the container's tmpfs (shmem) and the PySpark workers (python) grew over the last %s (executor:jvm_native_memory_region_growth:delta%s); below zero, it shrank. The one that grows is where a native leak is; the non-heap alerts name it." % [c.nativeRegionWindow, c.nativeRegionWindow],
+                         [g.target('executor:jvm_native_memory_region_growth:delta%s{%s}' % [c.nativeRegionWindow, s], '%s {{region}}' % who)],
+                         'bytes'),
+            g.timeseries('Container memory by kind vs limit',
+                         "The JVM's container as the kernel charges it (memory.stat): anonymous memory, file pages (page cache, mapped files; reclaimable unless dirty), shmem (tmpfs pages, part of file: they count against the limit and cannot be reclaimed without swap) and kernel memory (cgroup v2), against the limit (dashed). Lines, not a stack: shmem is counted in file too.",
+                         [
+                           g.target('executor_container_memory_bytes{%s}' % s, '{{executor_id}} (pid {{pid}}) {{kind}}'),
+                           g.target('executor_container_memory_limit_bytes{%s}' % s, '{{executor_id}} (pid {{pid}}) limit'),
+                         ],
+                         'bytes',
+                         min=0) + g.limitLine('.* limit'),
+          ],
+          [
+            g.table('Fastest-growing non-heap region',
+                    'Per JVM, the region (or shmem, python) that grew most over the last %s (executor:jvm_native_memory_fastest_region_growth:delta%s), and by how many bytes: docs/runbook.md#native-memory-regions says what to do about each.' % [c.nativeRegionWindow, c.nativeRegionWindow],
+                    [g.target('executor:jvm_native_memory_fastest_region_growth:delta%s{%s}' % [c.nativeRegionWindow, s], instant=true, format='table')],
+                    'bytes') { height: 5 },
           ],
         ]),
       },

@@ -12,13 +12,17 @@ local common = import 'common.libsonnet';
   local info = 'executor_instance_info{%s}' % f,
   local nodesOfSelection = 'max by(%s, instance, instance_type, lifecycle) (%s)' % [c.clusterLabel, info],
   local byType = 'instance_type, lifecycle',
+  // A native kill's region, "unknown" when the JVM had no breakdown
+  // (executor_instance_info's own region label, the cloud's, is never
+  // joined in).
+  local regionOrUnknown(expr) = 'label_replace(%s, "region", "unknown", "region", "")' % expr,
 
   grafanaDashboards+:: {
     'executor-fleet.json':
       common.base(c,
                   'Fleet',
                   'fleet',
-                  'Machines by provider, instance type and lifecycle: memory utilisation and headroom, OOM kills and interruption notices per instance type.') {
+                  'Machines by provider, instance type and lifecycle: memory utilisation and headroom, OOM kills (native ones by the region that grew) and interruption notices per instance type.') {
         templating: {
           list: [
             g.datasourceVariable,
@@ -99,6 +103,29 @@ local common = import 'common.libsonnet';
             g.timeseries('Memory per application (top 10)', 'Resident memory of the JVMs and their Python workers, per Spark application.', [
               g.target('topk(10, sum by(app_id) (app:executor_process_resident_memory:bytes{%s, %s}))' % [common.job, common.cluster(c)], '{{app_id}}'),
             ], 'bytes', min=0),
+          ],
+          g.row('Native memory: which region the kills come from'),
+          [
+            g.timeseries('Native OOM kills per hour by region',
+                         "Executors OOM-killed per hour with cause native, by the region of their non-heap memory (or the container's tmpfs, shmem, or the PySpark workers, python) that grew most since the JVM's first minute; unknown: no breakdown was read before the kill. What to do for each region: docs/runbook.md#native-memory-regions.",
+                         [g.target('sum by(region) (%s)' % regionOrUnknown('instance_type:executor_oom_kills:increase1h{%s, cause="native"}' % f), '{{region}}')],
+                         'short',
+                         min=0),
+            g.timeseries('Native OOM kills per hour by instance type and region',
+                         'The same by instance type and lifecycle: one instance type losing executors to one region (too little memory per core for its thread stacks, malloc arenas per core) or all of them to the same leak.',
+                         [g.target('sum by(%s, region) (%s)' % [byType, regionOrUnknown('instance_type:executor_oom_kills:increase1h{%s, cause="native"}' % f)], '{{instance_type}} {{lifecycle}} {{region}}')],
+                         'short',
+                         min=0),
+          ],
+          [
+            g.table('Native OOM kills by application and region',
+                    'Native OOM kills in the dashboard time range per Spark application and region, on the machines selected: an application whose kills all come from one region has a leak there (its UDFs, its libraries), not a sizing problem.',
+                    [g.target('sort_desc(sum by(app_id, region) (%s * on(%s, instance) group_left() %s))' % [regionOrUnknown('increase(executor_oom_kills_total{%s, %s, cause="native"}[$__range])' % [common.job, common.cluster(c)]), c.clusterLabel, nodesOfSelection], instant=true, format='table')]),
+            g.timeseries('Executor ends per hour by region',
+                         'Executor ends that carry a region (executor_jvm_exits_total), per hour, by reason and region: the region that grew most before an end of native memory.',
+                         [g.target('sum by(reason, region) (instance_type:executor_jvm_exits:increase1h{%s, region!=""})' % f, '{{reason}} {{region}}')],
+                         'short',
+                         min=0),
           ],
         ]),
       },

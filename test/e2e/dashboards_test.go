@@ -28,10 +28,14 @@ var dashboardUIDs = map[string]string{
 var eventPanels = map[string]string{
 	"executor-memory.json/OOM kills": "needs a kernel OOM kill of the executor; test/e2e/oom_test.go makes real kills " +
 		"and checks the executor_oom_kills_total series these panels read",
-	"executor-fleet.json/Executor OOM kills per hour":              "needs a kernel OOM kill (see oom_test.go)",
-	"executor-memory.json/How it ended":                            "needs an executor that ended; exits_test.go ends real ones and checks executor_jvm_exits_total",
-	"executor-fleet.json/Executor exits per hour by reason":        "needs an executor that ended (see exits_test.go)",
-	"executor-fleet.json/Executor exits per hour by instance type": "needs an executor that ended (see exits_test.go)",
+	"executor-fleet.json/Executor OOM kills per hour":                           "needs a kernel OOM kill (see oom_test.go)",
+	"executor-memory.json/How it ended":                                         "needs an executor that ended; exits_test.go ends real ones and checks executor_jvm_exits_total",
+	"executor-fleet.json/Executor exits per hour by reason":                     "needs an executor that ended (see exits_test.go)",
+	"executor-fleet.json/Executor exits per hour by instance type":              "needs an executor that ended (see exits_test.go)",
+	"executor-fleet.json/Native OOM kills per hour by region":                   "needs a native OOM kill (see oom_test.go)",
+	"executor-fleet.json/Native OOM kills per hour by instance type and region": "needs a native OOM kill (see oom_test.go)",
+	"executor-fleet.json/Native OOM kills by application and region":            "needs a native OOM kill (see oom_test.go)",
+	"executor-fleet.json/Executor ends per hour by region":                      "needs an executor ended by a native OOM kill (see exits_test.go)",
 }
 
 // grafanaBuiltins are the variables Grafana defines itself, with values a
