@@ -59,7 +59,7 @@ type jvmCollector struct {
 	cgLimit, cgUsage, cgWorkingSet, cgKills *prometheus.Desc
 	cgMemory                                *prometheus.Desc
 	processes, dropped, readErrors          *prometheus.Desc
-	native, nativeTime                      *prometheus.Desc
+	native, nativeTime, nativeReads         *prometheus.Desc
 
 	// The per-JVM series of the last view (jvm_series.go).
 	buildMu sync.Mutex
@@ -109,6 +109,8 @@ func NewJVMCollector(tracker *jvm.Tracker, logger log.Logger) Collector {
 			"Resident memory of the JVM process by region, from /proc/<pid>/smaps and the JVM's reservations (docs/jvm.md#native-memory); read when it can have changed.", "region"),
 		nativeTime: jvmDesc("jvm", "native_memory_timestamp_seconds",
 			"When the JVM's breakdown by region was last read or found unchanged, seconds since the epoch."),
+		nativeReads: prometheus.NewDesc(prometheus.BuildFQName(namespace, "jvm", "native_memory_reads_total"),
+			"Reads for the JVMs' breakdowns by region: smaps (a breakdown, milliseconds of CPU each) or maps (a check that found one unchanged).", []string{"file"}, nil),
 		processes: prometheus.NewDesc(prometheus.BuildFQName(namespace, "jvm", "processes"),
 			"JVMs tracked on this machine.", nil, nil),
 		dropped: prometheus.NewDesc(prometheus.BuildFQName(namespace, "jvm", "processes_dropped"),
@@ -131,6 +133,9 @@ func (c *jvmCollector) Update(ch chan<- prometheus.Metric) error {
 		// Every reason is present from the start, so increase() sees the first error.
 		ch <- prometheus.MustNewConstMetric(c.readErrors, prometheus.CounterValue, float64(errs[reason]), reason)
 	}
+	reads, checks := c.tracker.NativeReads()
+	ch <- prometheus.MustNewConstMetric(c.nativeReads, prometheus.CounterValue, float64(reads), "smaps")
+	ch <- prometheus.MustNewConstMetric(c.nativeReads, prometheus.CounterValue, float64(checks), "maps")
 	set := c.series(view)
 	c.served.Store(set)
 	if !c.direct.Load() {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-kit/log/level"
@@ -66,12 +67,16 @@ type nativeReader struct {
 	procPath string
 	failed   func(pid int, err error)
 
-	buf  []byte // read buffer, readChunk bytes
-	maps []nativemem.Mapping
-	seed maphash.Seed
+	buf   []byte // read buffer, readChunk bytes
+	smaps nativemem.SmapsReader
+	maps  []nativemem.Mapping // the last read's
+	seed  maphash.Seed
 
 	mu    sync.Mutex // guards byPID, read by scans
 	byPID map[int]*nativeState
+
+	// reads and checks count smaps and maps reads, what the breakdowns cost.
+	reads, checks atomic.Uint64
 }
 
 type nativeState struct {
@@ -197,11 +202,12 @@ func bandOf(j *JVM) int {
 
 func (r *nativeReader) read(s *nativeState, j *JVM, now time.Time) {
 	s.tried = now
+	r.reads.Add(1)
 	dir := r.procPath + "/" + strconv.Itoa(j.PID)
 	layout, err := r.mapsHash(dir)
 	if err == nil {
 		err = r.withFile(dir+"/smaps", func(f io.Reader) (err error) {
-			r.maps, err = nativemem.ReadSmaps(f, r.buf, r.maps)
+			r.maps, err = r.smaps.Read(f)
 			return err
 		})
 	}
@@ -231,6 +237,7 @@ func (r *nativeReader) read(s *nativeState, j *JVM, now time.Time) {
 // as then (a maps read, a twentieth of a smaps read) and its resident size
 // has not moved; anything else reads the breakdown again.
 func (r *nativeReader) check(s *nativeState, j *JVM, now time.Time) {
+	r.checks.Add(1)
 	layout, err := r.mapsHash(r.procPath + "/" + strconv.Itoa(j.PID))
 	if err == nil && layout == s.layout && !r.moved(s.mem.Last.Resident, j.RSSJVM) {
 		s.tried = now
@@ -330,4 +337,13 @@ func (t *Tracker) nativeFailed(pid int, err error) {
 	t.refreshMu.Lock()
 	t.logOnce("native:"+strconv.Itoa(pid), now, level.Warn, "msg", "cannot break a JVM's memory down by region", "pid", pid, "err", err)
 	t.refreshMu.Unlock()
+}
+
+// NativeReads says how many breakdowns were read (smaps) and how many
+// checks found one still true (maps only) since the tracker started.
+func (t *Tracker) NativeReads() (reads, checks uint64) {
+	if t == nil || t.native == nil {
+		return 0, 0
+	}
+	return t.native.reads.Load(), t.native.checks.Load()
 }

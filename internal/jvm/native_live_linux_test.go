@@ -56,8 +56,8 @@ func TestNativeBreakdownNamesEachLeak(t *testing.T) {
 				MainClass: "standin.Leak",
 				JVMArgs:   []string{"-Xmx128m", "-XX:MaxDirectMemorySize=1g", "-XX:+UseG1GC"},
 				// The leak starts after the start-up, whose last breakdown is the base.
-				Args: append([]string{"--kind", tc.kind, "--after-s", "15"}, tc.args...),
-				Cgroup:    cg.Procs(),
+				Args:   append([]string{"--kind", tc.kind, "--after-s", "15"}, tc.args...),
+				Cgroup: cg.Procs(),
 			})
 			waitLine(t, j, "leaked", 90*time.Second)
 			leaked := time.Now()

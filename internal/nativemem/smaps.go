@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 )
 
 // ErrMalformed is wrapped by ParseSmaps for a file that is not smaps.
@@ -48,24 +47,39 @@ const MaxMappings = 70000
 // skipped; a header that does not parse fails the whole file, since every
 // figure after it would be attributed to the wrong mapping.
 func ParseSmaps(data []byte, ms []Mapping) ([]Mapping, error) {
-	return ReadSmaps(bytes.NewReader(data), nil, ms)
+	var r SmapsReader
+	r.ms = ms
+	return r.Read(bytes.NewReader(data))
 }
 
 // maxLine bounds one line: a header with a path of PATH_MAX (4096) bytes,
 // each of which the kernel may print as a four-byte octal escape (\012).
 const maxLine = 20 << 10
 
-// ReadSmaps is ParseSmaps reading from r, a line at a time through
-// scratch (grown to 20 KiB if smaller), so that reading a process with
-// thousands of mappings holds its mappings, not its file.
-func ReadSmaps(r io.Reader, scratch []byte, ms []Mapping) ([]Mapping, error) {
-	ms = ms[:0]
-	paths := map[string]string{} // one string per distinct path
-	sc := bufio.NewScanner(r)
-	if cap(scratch) < maxLine {
-		scratch = make([]byte, maxLine)
+// maxPaths bounds the paths a SmapsReader remembers between reads.
+const maxPaths = 4096
+
+// SmapsReader parses smaps a line at a time, keeping its buffers and the
+// strings of the paths it met between reads, so that a breakdown costs
+// the reading of the file, not the garbage of it. The mappings a Read
+// returns are valid until the next Read. Not safe for concurrent use.
+type SmapsReader struct {
+	ms      []Mapping
+	scratch []byte
+	paths   map[string]string
+}
+
+// Read parses the smaps read from r.
+func (sr *SmapsReader) Read(r io.Reader) ([]Mapping, error) {
+	ms := sr.ms[:0]
+	if sr.paths == nil || len(sr.paths) > maxPaths {
+		sr.paths = map[string]string{}
 	}
-	sc.Buffer(scratch[:cap(scratch)], maxLine)
+	if cap(sr.scratch) < maxLine {
+		sr.scratch = make([]byte, maxLine)
+	}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(sr.scratch[:cap(sr.scratch)], maxLine)
 	for sc.Scan() {
 		line := sc.Bytes()
 		if len(line) == 0 {
@@ -90,13 +104,14 @@ func ReadSmaps(r io.Reader, scratch []byte, ms []Mapping) ([]Mapping, error) {
 			if len(ms) == MaxMappings {
 				return nil, fmt.Errorf("%w: more than %d mappings", ErrMalformed, MaxMappings)
 			}
-			m, err := parseHeader(line, paths)
+			m, err := parseHeader(line, sr.paths)
 			if err != nil {
 				return nil, err
 			}
 			ms = append(ms, m)
 		}
 	}
+	sr.ms = ms
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
 			return nil, fmt.Errorf("%w: a line longer than %d bytes", ErrMalformed, maxLine)
@@ -126,20 +141,26 @@ func parseHeader(line []byte, paths map[string]string) (Mapping, error) {
 	bad := func(what string) (Mapping, error) {
 		return Mapping{}, fmt.Errorf("%w: %s in %q", ErrMalformed, what, truncate(line))
 	}
-	fields, rest := splitFields(line, 5)
-	if len(fields) < 5 {
-		return bad("short header")
+	var fields [5][]byte
+	rest := line
+	for i := range fields {
+		rest = bytes.TrimLeft(rest, " ")
+		end := bytes.IndexByte(rest, ' ')
+		if end < 0 {
+			end = len(rest)
+		}
+		if end == 0 {
+			return bad("short header")
+		}
+		fields[i], rest = rest[:end], rest[end:]
 	}
-	dash := bytes.IndexByte(fields[0], '-')
-	if dash < 0 {
-		return bad("address range")
-	}
-	var err1, err2, err3, err4 error
-	m.Start, err1 = strconv.ParseUint(string(fields[0][:dash]), 16, 64)
-	m.End, err2 = strconv.ParseUint(string(fields[0][dash+1:]), 16, 64)
-	m.Offset, err3 = strconv.ParseUint(string(fields[2]), 16, 64)
-	m.Inode, err4 = strconv.ParseUint(string(fields[4]), 10, 64)
-	if err1 != nil || err2 != nil || err3 != nil || err4 != nil || m.End < m.Start {
+	lo, hi, ok := bytes.Cut(fields[0], []byte("-"))
+	var okStart, okEnd, okOff, okInode bool
+	m.Start, okStart = parseUint(lo, 16)
+	m.End, okEnd = parseUint(hi, 16)
+	m.Offset, okOff = parseUint(fields[2], 16)
+	m.Inode, okInode = parseUint(fields[4], 10)
+	if !ok || !okStart || !okEnd || !okOff || !okInode || m.End < m.Start {
 		return bad("number")
 	}
 	perms := fields[1]
@@ -147,18 +168,15 @@ func parseHeader(line []byte, paths map[string]string) (Mapping, error) {
 		return bad("permissions")
 	}
 	m.Read, m.Write, m.Exec, m.Shared = perms[0] == 'r', perms[1] == 'w', perms[2] == 'x', perms[3] == 's'
-	colon := bytes.IndexByte(fields[3], ':')
-	if colon < 0 {
+	major, minor, ok := bytes.Cut(fields[3], []byte(":"))
+	maj, okMaj := parseUint(major, 16)
+	mnr, okMin := parseUint(minor, 16)
+	if !ok || !okMaj || !okMin || maj > 1<<32-1 || mnr > 1<<32-1 {
 		return bad("device")
 	}
-	major, err1 := strconv.ParseUint(string(fields[3][:colon]), 16, 32)
-	minor, err2 := strconv.ParseUint(string(fields[3][colon+1:]), 16, 32)
-	if err1 != nil || err2 != nil {
-		return bad("device")
-	}
-	m.Dev = major<<32 | minor
+	m.Dev = maj<<32 | mnr
 	if p := bytes.TrimSpace(rest); len(p) > 0 {
-		s, ok := paths[string(p)]
+		s, ok := paths[string(p)] // no allocation: the compiler looks up without converting
 		if !ok {
 			s = string(p)
 			paths[s] = s
@@ -168,37 +186,51 @@ func parseHeader(line []byte, paths map[string]string) (Mapping, error) {
 	return m, nil
 }
 
-// splitFields cuts n space-separated fields off line and returns them with
-// what follows (the path, which may itself hold spaces).
-func splitFields(line []byte, n int) ([][]byte, []byte) {
-	var out [][]byte
-	for len(out) < n {
-		line = bytes.TrimLeft(line, " ")
-		if len(line) == 0 {
-			break
-		}
-		end := bytes.IndexByte(line, ' ')
-		if end < 0 {
-			end = len(line)
-		}
-		out = append(out, line[:end])
-		line = line[end:]
+// parseUint parses an unsigned number in base 10 or 16 without
+// allocating; ok is false for an empty, malformed or overflowing one.
+func parseUint(b []byte, base uint64) (v uint64, ok bool) {
+	if len(b) == 0 || len(b) > 20 {
+		return 0, false
 	}
-	return out, line
+	for _, c := range b {
+		var d uint64
+		switch {
+		case c >= '0' && c <= '9':
+			d = uint64(c - '0')
+		case base == 16 && c >= 'a' && c <= 'f':
+			d = uint64(c-'a') + 10
+		case base == 16 && c >= 'A' && c <= 'F':
+			d = uint64(c-'A') + 10
+		default:
+			return 0, false
+		}
+		if v > (1<<64-1-d)/base {
+			return 0, false
+		}
+		v = v*base + d
+	}
+	return v, true
 }
 
 func parseKB(b []byte) (uint64, error) {
 	b = bytes.TrimSpace(b)
 	b = bytes.TrimSuffix(b, []byte("kB"))
-	v, err := strconv.ParseUint(string(bytes.TrimSpace(b)), 10, 64)
-	if err != nil || v > 1<<44 {
+	v, ok := parseUint(bytes.TrimSpace(b), 10)
+	if !ok || v > 1<<44 {
 		return 0, fmt.Errorf("%w: size %q", ErrMalformed, truncate(b))
 	}
 	return v, nil
 }
 
 func hasFlag(flags []byte, flag string) bool {
-	for _, f := range bytes.Fields(flags) {
+	for len(flags) > 0 {
+		flags = bytes.TrimLeft(flags, " \t")
+		f := flags
+		if i := bytes.IndexAny(flags, " \t"); i >= 0 {
+			f, flags = flags[:i], flags[i:]
+		} else {
+			flags = nil
+		}
 		if string(f) == flag {
 			return true
 		}

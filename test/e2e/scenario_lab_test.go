@@ -168,7 +168,11 @@ func (lab *scenarioLab) run(t *testing.T, sc scenario) *scenarioResult {
 		} else {
 			cg = testenv.NewMemoryCgroup(t, x.Limit<<20)
 		}
-		args := append([]string{"--scenario", "--executor-id", strconv.Itoa(i + 1), "--app-id", "app-" + sc.Name,
+		mode := "--scenario"
+		if x.Leak {
+			mode = "--leak"
+		}
+		args := append([]string{mode, "--executor-id", strconv.Itoa(i + 1), "--app-id", "app-" + sc.Name,
 			"--exit-after-s", strconv.Itoa(int(sc.Watch.Seconds()) + 120)}, x.Args...)
 		j := testjvm.Start(t, testjvm.Options{JVMArgs: x.JVMArgs, Args: args, Cgroup: cg.Procs()})
 		if r.Start.IsZero() {

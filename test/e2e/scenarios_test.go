@@ -11,6 +11,7 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -30,6 +31,7 @@ type scenarioJVM struct {
 	JVMArgs []string
 	Args    []string // Scenario stand-in flags (see test/java/standin/Scenario.java)
 	Limit   uint64   // its container's limit, MiB
+	Leak    bool     // Args are the Leak stand-in's (test/java/standin/Leak.java)
 }
 
 type scenario struct {
@@ -40,6 +42,9 @@ type scenario struct {
 	Node      uint64 // MiB: the executors' containers are inside a "node" cgroup this big
 	Executors []scenarioJVM
 	Watch     time.Duration // how long to watch a healthy case; the longest wait for an end
+	// Region is what the kill's verdict must name: the region of native
+	// memory that grew (executor_oom_kills_total's region label).
+	Region string
 }
 
 var (
@@ -87,6 +92,14 @@ var scenarios = []scenario{
 		What:      "512 MiB heap + 64 MiB overhead + 64 MiB spark.executor.pyspark.memory; a Python worker holding 32 MiB grows 0.2 MiB/s after a minute",
 		Executors: one(sparkLimit, append([]string{"-Xms512m", "-Xmx512m", "-XX:+AlwaysPreTouch"}, g1...), "--live-mb", "200", "--churn-mb-s", "40", "--python-mb", "32", "--leak-after-s", "60", "--python-leak-mb-s", "0.2"),
 	},
+	// One native leak of each kind that a container limit ends, each named
+	// in the kill's verdict. 256 MiB heap in 640 MiB; the leak starts after
+	// the JVM's first minute, whose last breakdown is the base, at 8 MiB/s.
+	leakScenario("leak-direct-large", "native_mmap", "4 MiB direct buffers (above glibc's mmap threshold)", "--kind", "direct-large"),
+	leakScenario("leak-direct-small", "malloc", "64 KiB direct buffers from 8 threads (glibc arenas)", "--kind", "direct-small"),
+	leakScenario("leak-threads", "thread_stacks", "threads that never end, 160 KiB of stack each", "--kind", "threads", "--stack-kb", "160"),
+	leakScenario("leak-classes", "metaspace", "generated classes, one class loader each", "--kind", "classes"),
+	leakScenario("leak-tmpfs", "shmem", "spill files written to /dev/shm (tmpfs pages charged to the container)", "--kind", "shm", "--file", "/dev/shm/executor-exporter-scenario-leak-tmpfs"),
 	{
 		Name: "node-overcommit", Node: 1024, Watch: 10 * time.Minute,
 		What: "three executors, each healthy alone (320 MiB heap in 384 MiB), on a 1 GiB node; heaps grow 1.5 MiB/s to 300 MiB live",
@@ -98,6 +111,18 @@ var scenarios = []scenario{
 			return jvms
 		}(),
 	},
+}
+
+func leakScenario(name, region, what string, args ...string) scenario {
+	return scenario{
+		Name: name, Region: region, Watch: 5 * time.Minute,
+		What: "256 MiB heap in 640 MiB; after a minute, " + what + " leak 8 MiB/s",
+		Executors: []scenarioJVM{{
+			JVMArgs: append([]string{"-Xmx256m", "-XX:MaxDirectMemorySize=2g"}, g1...),
+			Args:    append([]string{"--after-s", "65", "--rate-mb-s", "8", "--target-mb", "2048"}, args...),
+			Limit:   sparkLimit, Leak: true,
+		}},
+	}
 }
 
 // TestScenarios runs the short scenarios, or with SCENARIOS=all every one
@@ -114,6 +139,13 @@ func TestScenarios(t *testing.T) {
 	if len(run) == 0 {
 		t.Fatalf("SCENARIOS=%q names no scenario", want)
 	}
+	// The tmpfs leak's files outlive the JVM that wrote them.
+	t.Cleanup(func() {
+		files, _ := filepath.Glob("/dev/shm/executor-exporter-scenario-*")
+		for _, f := range files {
+			os.Remove(f)
+		}
+	})
 	lab := startScenarioLab(t, run)
 	results := make([]*scenarioResult, len(run))
 	t.Run("scenarios", func(t *testing.T) {
@@ -170,6 +202,8 @@ func checkScenario(t *testing.T, sc scenario, r *scenarioResult) {
 		k := r.alert("ExecutorOOMKilled")
 		if k == nil || k.Labels["cause"] == "" || k.Labels["executor_id"] == "" {
 			t.Errorf("no ExecutorOOMKilled alert with cause and executor after the kill: %v", k)
+		} else if sc.Region != "" && (k.Labels["cause"] != "native" || k.Labels["region"] != sc.Region) {
+			t.Errorf("the kill was judged cause %q, region %q; want native, %s", k.Labels["cause"], k.Labels["region"], sc.Region)
 		}
 	}
 }

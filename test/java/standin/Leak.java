@@ -32,6 +32,9 @@ import java.util.concurrent.CountDownLatch;
  *   --on-signal NAME    start leaking on this signal (e.g. USR1) ...
  *   --after-s S         ... or after S seconds (default 0: at once)
  *   --exit-after-s N    exit by itself after N seconds (default 600)
+ *   --rate-mb-s R       leak at R MiB/s in steps of --step-mb (default 8; for threads,
+ *                       step / --stack-kb threads a step; mapped and shm, a file a step)
+ *                       instead of all at once: a leak that a container's limit ends
  */
 public final class Leak {
     private static final int MIB = 1 << 20;
@@ -41,7 +44,7 @@ public final class Leak {
         String kind = "", file = null, signal = null;
         long targetMb = 200, exitAfterS = 600;
         int threads = 1500, stackKb = 128, workers = 8, methods = 16, codeBytes = 8000;
-        double afterS = 0;
+        double afterS = 0, rateMbS = 0, stepMb = 8;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--kind": kind = args[++i]; break;
@@ -55,6 +58,10 @@ public final class Leak {
                 case "--on-signal": signal = args[++i]; break;
                 case "--after-s": afterS = Double.parseDouble(args[++i]); break;
                 case "--exit-after-s": exitAfterS = Long.parseLong(args[++i]); break;
+                case "--rate-mb-s": rateMbS = Double.parseDouble(args[++i]); break;
+                case "--step-mb": stepMb = Double.parseDouble(args[++i]); break;
+                case "--leak": break; // how the executor stand-in hands over
+                case "--executor-id": case "--app-id": i++; break; // Spark's, for the identity
                 default: throw new IllegalArgumentException("unknown argument " + args[i]);
             }
         }
@@ -71,14 +78,18 @@ public final class Leak {
             Thread.sleep((long) (afterS * 1000));
         }
         long bytes = targetMb * MIB;
-        switch (kind) {
-            case "direct-large": direct(bytes, 4 * MIB, 1); break;
-            case "direct-small": direct(bytes, 64 << 10, workers); break;
-            case "threads": threads(threads, stackKb); break;
-            case "classes": classes(bytes, methods, codeBytes); break;
-            case "mapped": mapped(file, bytes); break;
-            case "shm": shm(file, bytes); break;
-            default: throw new IllegalArgumentException("unknown --kind " + kind);
+        if (rateMbS <= 0) {
+            leak(kind, bytes, 0, threads, stackKb, workers, methods, codeBytes, file);
+        } else {
+            // In steps of stepMb at rateMbS, until the target (or a kill).
+            long step = (long) (stepMb * MIB), start = System.nanoTime();
+            for (int i = 0; (long) i * step < bytes; i++) {
+                int n = (int) Math.max(1, step / ((long) stackKb << 10));
+                leak(kind, step, i, n, stackKb, workers, methods, codeBytes, file);
+                long due = start + (long) ((i + 1) * stepMb / rateMbS * 1e9);
+                long wait = due - System.nanoTime();
+                if (wait > 0) Thread.sleep(wait / 1_000_000);
+            }
         }
         System.out.println("leaked");
         System.out.flush();
@@ -87,6 +98,21 @@ public final class Leak {
             Thread.sleep(Math.max(1, Math.min(left / 1_000_000, 60_000)));
         }
         System.exit(0);
+    }
+
+    /** Leaks bytes of kind; step numbers the files of mapped and shm steps. */
+    private static void leak(String kind, long bytes, int step, int threads, int stackKb, int workers,
+            int methods, int codeBytes, String file) throws Exception {
+        String stepFile = file == null || step == 0 ? file : file + "." + step;
+        switch (kind) {
+            case "direct-large": direct(bytes, 4 * MIB, 1); break;
+            case "direct-small": direct(bytes, 64 << 10, workers); break;
+            case "threads": threads(threads, stackKb); break;
+            case "classes": classes(bytes, methods, codeBytes); break;
+            case "mapped": mapped(stepFile, bytes); break;
+            case "shm": shm(stepFile, bytes); break;
+            default: throw new IllegalArgumentException("unknown --kind " + kind);
+        }
     }
 
     /** Direct buffers of size bytes, allocated by n threads, every page written. */
