@@ -55,11 +55,16 @@ breakdowns() { curl -sf http://127.0.0.1:19482/metrics | grep -c '^executor_jvm_
 for _ in $(seq 600); do [ "$(breakdowns)" -ge "$jvms" ] && break; sleep 0.5; done
 echo "all $jvms JVMs broken down; their start-up (90 s at 15 s scrapes):" >&2
 
+reads() { # breakdowns read (smaps) and checked (maps) so far
+  curl -sf http://127.0.0.1:19482/metrics | awk -F'[{}" ]+' '/^executor_jvm_native_memory_reads_total/ {printf "\"%s_reads\":%s,", $3, $4}'
+}
 run() { # label interval seconds
+  before="$(reads)"
   python3 bench/interval.py "$3" "$2" \
     on "http://127.0.0.1:19482/metrics" "$on" off "http://127.0.0.1:19483/metrics" "$off" \
     node_exporter "http://127.0.0.1:19100/metrics" "$ne" |
     sed "s/^{/{\"phase\":\"$1\",\"jvms\":$jvms,/"
+  printf '{"kind":"reads","phase":"%s","interval_s":%s,"before":{%s"_":0},"after":{%s"_":0}}\n' "$1" "$2" "$before" "$(reads)"
 }
 {
   run startup 15 90

@@ -94,7 +94,7 @@ var scenarios = []scenario{
 	},
 	// One native leak of each kind that a container limit ends, each named
 	// in the kill's verdict. 256 MiB heap in 640 MiB; the leak starts after
-	// the JVM's first minute, whose last breakdown is the base, at 8 MiB/s.
+	// the JVM's first minute, whose last breakdown is the base, at 16 MiB/s.
 	leakScenario("leak-direct-large", "native_mmap", "4 MiB direct buffers (above glibc's mmap threshold)", "--kind", "direct-large"),
 	leakScenario("leak-direct-small", "malloc", "64 KiB direct buffers from 8 threads (glibc arenas)", "--kind", "direct-small"),
 	leakScenario("leak-threads", "thread_stacks", "threads that never end, 160 KiB of stack each", "--kind", "threads", "--stack-kb", "160"),
@@ -116,10 +116,10 @@ var scenarios = []scenario{
 func leakScenario(name, region, what string, args ...string) scenario {
 	return scenario{
 		Name: name, Region: region, Watch: 5 * time.Minute,
-		What: "256 MiB heap in 640 MiB; after a minute, " + what + " leak 8 MiB/s",
+		What: "256 MiB heap in 640 MiB; after a minute, " + what + " leak 16 MiB/s",
 		Executors: []scenarioJVM{{
 			JVMArgs: append([]string{"-Xmx256m", "-XX:MaxDirectMemorySize=2g"}, g1...),
-			Args:    append([]string{"--after-s", "65", "--rate-mb-s", "8", "--target-mb", "2048"}, args...),
+			Args:    append([]string{"--after-s", "65", "--rate-mb-s", "16", "--target-mb", "2048"}, args...),
 			Limit:   sparkLimit, Leak: true,
 		}},
 	}

@@ -37,8 +37,8 @@ const xssAppID = "app-<script>document.title='pwned'</script>"
 // from the command line, holding <script>, as text), the kill with its
 // heap verdict and advice, and the executor's exit as oom_killed. The
 // screenshot is saved as an artifact (go test -artifacts -outputdir DIR;
-// make test keeps them in .artifacts/); -update also writes it to
-// docs/img/status-page.png for the README.
+// make test keeps them in .artifacts/). The README's is
+// TestStatusPageNativeKill's.
 func TestStatusPageInBrowser(t *testing.T) {
 	testenv.RequireRoot(t)
 	requireKmsg(t)
@@ -117,9 +117,6 @@ func TestStatusPageInBrowser(t *testing.T) {
 	shot := filepath.Join(t.ArtifactDir(), "status-page.png")
 	chromiumScreenshot(t, chromium, "http://"+e.Addr+"/", shot)
 	t.Logf("screenshot: %s", shot)
-	if *update {
-		copyFile(t, shot, filepath.Join(testjvm.RepoRoot(), "docs", "img", "status-page.png"))
-	}
 }
 
 // checkStatusDOM checks the rendered page: the machine, the live
