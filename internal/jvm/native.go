@@ -7,8 +7,8 @@ import (
 )
 
 // NativeMemory is a JVM's resident memory by region: the last breakdown,
-// and the one its growth is measured from (the last taken in the JVM's
-// first minute, or the first taken at all when the exporter came later).
+// and the one its growth is measured from (the first taken after the
+// JVM's first minute, whenever the exporter came).
 // It is never modified once made; a new breakdown makes a new one.
 type NativeMemory struct {
 	First, Last nativemem.Reading

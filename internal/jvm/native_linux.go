@@ -32,9 +32,9 @@ type NativeConfig struct {
 	MoveShare float64
 	// MaxReadsPerTick spreads the first breakdowns of many JVMs.
 	MaxReadsPerTick int
-	// Startup is the JVM's start-up: breakdowns then are taken every
-	// third of it, and the last of them is the base that later growth is
-	// measured from (class loading and the JIT grow memory at start).
+	// Startup is the JVM's start-up (class loading and the JIT grow its
+	// memory): the first breakdown after it is the base that later growth
+	// is measured from.
 	Startup time.Duration
 }
 
@@ -149,8 +149,8 @@ const (
 	dueRead
 )
 
-// due applies the policy: a first breakdown at once, then every third of
-// the start-up while the JVM starts, then when its memory outside
+// due applies the policy: a first breakdown at once, another when the
+// start-up is over (the base), then when its memory outside
 // the heap or its container's usage moved, when its container crosses 75 %
 // or 90 % of its limit, and a check every MaxAge.
 func (r *nativeReader) due(s *nativeState, j *JVM, now time.Time) dueness {
@@ -160,8 +160,8 @@ func (r *nativeReader) due(s *nativeState, j *JVM, now time.Time) dueness {
 	if s.mem == nil {
 		return dueRead
 	}
-	if s.mem.Last.Time.Sub(j.ProcessStart) < r.cfg.Startup && now.Sub(s.mem.Last.Time) >= r.cfg.Startup/3 {
-		return dueRead
+	if !based(s.mem, j, r.cfg.Startup) && now.Sub(j.ProcessStart) >= r.cfg.Startup {
+		return dueRead // the base
 	}
 	// A container's usage counts only for a JVM with a limit of its own:
 	// a cgroup without one (a systemd service, the root) is shared with
@@ -180,6 +180,13 @@ func (r *nativeReader) due(s *nativeState, j *JVM, now time.Time) dueness {
 func (r *nativeReader) moved(was, is uint64) bool {
 	d := max(was, is) - min(was, is)
 	return d >= r.cfg.MoveBytes || d >= r.cfg.MoveBytes/4 && float64(d) >= r.cfg.MoveShare*float64(was)
+}
+
+// based: the base growth is measured from is set, being the first
+// breakdown taken once the JVM's start-up was over. Until then each
+// breakdown is the base.
+func based(m *NativeMemory, j *JVM, startup time.Duration) bool {
+	return m != nil && m.First.Time.Sub(j.ProcessStart) >= startup
 }
 
 // nonHeapOf is the JVM's resident memory outside its committed heap, the
@@ -225,8 +232,8 @@ func (r *nativeReader) read(s *nativeState, j *JVM, now time.Time) {
 	}
 	reading.Resident = reading.Regions.Total()
 	mem := &NativeMemory{First: reading, Last: reading, Checked: now}
-	if s.mem != nil && now.Sub(j.ProcessStart) >= r.cfg.Startup {
-		mem.First = s.mem.First // the last taken while the JVM was starting
+	if based(s.mem, j, r.cfg.Startup) {
+		mem.First = s.mem.First
 	}
 	r.mu.Lock()
 	s.mem, s.nonHeap, s.usage, s.band, s.layout = mem, nonHeapOf(j), j.CgroupUsage, bandOf(j), layout

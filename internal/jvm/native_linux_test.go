@@ -80,15 +80,17 @@ func TestNativePolicy(t *testing.T) {
 			*now = t0.Add(DefaultNativeConfig.MaxAge - time.Millisecond)
 		}, notDue},
 		{"checked MaxAge ago", func(_ *JVM, _ *nativeState, now *time.Time) { *now = t0.Add(DefaultNativeConfig.MaxAge) }, dueCheck},
-		{"starting: a third of the start-up after the last", func(j *JVM, _ *nativeState, now *time.Time) {
+		{"starting: the base is due when the start-up is over", func(j *JVM, s *nativeState, now *time.Time) {
 			j.ProcessStart = t0.Add(-30 * time.Second)
-			*now = t0.Add(DefaultNativeConfig.Startup / 3)
+			s.mem.First.Time, s.mem.Last.Time = t0, t0
+			*now = j.ProcessStart.Add(DefaultNativeConfig.Startup)
 		}, dueRead},
-		{"starting: just under a third of the start-up", func(j *JVM, _ *nativeState, now *time.Time) {
+		{"starting: not before", func(j *JVM, s *nativeState, now *time.Time) {
 			j.ProcessStart = t0.Add(-30 * time.Second)
-			*now = t0.Add(DefaultNativeConfig.Startup/3 - time.Millisecond)
+			s.mem.First.Time, s.mem.Last.Time = t0, t0
+			*now = j.ProcessStart.Add(DefaultNativeConfig.Startup - time.Millisecond)
 		}, notDue},
-		{"started: the last breakdown was past the start-up", func(j *JVM, _ *nativeState, now *time.Time) {
+		{"started: the base is set", func(j *JVM, _ *nativeState, now *time.Time) {
 			j.ProcessStart = t0.Add(-DefaultNativeConfig.Startup)
 			*now = t0.Add(DefaultNativeConfig.Startup)
 		}, notDue},
@@ -103,9 +105,9 @@ func TestNativePolicy(t *testing.T) {
 	}
 }
 
-// The base that growth is measured from is the last breakdown of the
+// The base that growth is measured from is the first breakdown after the
 // start-up, kept from then on.
-func TestNativeBaseIsTheEndOfStartup(t *testing.T) {
+func TestNativeBaseIsTheFirstAfterStartup(t *testing.T) {
 	dir := t.TempDir()
 	pidDir := filepath.Join(dir, "42")
 	if err := os.Mkdir(pidDir, 0o755); err != nil {
@@ -132,8 +134,8 @@ func TestNativeBaseIsTheEndOfStartup(t *testing.T) {
 	}{
 		{1 * time.Second, 1000, 1000},
 		{25 * time.Second, 2000, 2000}, // still starting: the base moves
-		{50 * time.Second, 3000, 3000},
-		{75 * time.Second, 9000, 3000}, // past the start-up: the base stays
+		{60 * time.Second, 3000, 3000}, // the first after the start-up: the base
+		{75 * time.Second, 9000, 3000}, // the base stays
 		{10 * time.Minute, 12000, 3000},
 	} {
 		smaps(step.rss)
