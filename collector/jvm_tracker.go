@@ -26,7 +26,7 @@ var (
 		"Longest a JVM's breakdown of native memory by region goes unchecked (a maps read; smaps again when anything moved). 0 turns breakdowns off.").
 		Default("15m").Duration()
 	jvmNativeMinInterval = kingpin.Flag("jvm.native-memory.min-interval",
-		"Least time between two breakdowns of one JVM (a smaps read, milliseconds of CPU each).").
+		"Least time between two breakdowns of one JVM (a smaps read, milliseconds of CPU each); a fifth of it above 90 % of its container's limit.").
 		Default("10s").Duration()
 	jvmNativeMove = kingpin.Flag("jvm.native-memory.move-bytes",
 		"A JVM's breakdown is read again when its memory outside the heap, or its container's usage, moved by this much (or by 10 %).").

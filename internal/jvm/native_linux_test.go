@@ -52,6 +52,18 @@ func TestNativePolicy(t *testing.T) {
 			j.RSSJVM += 32 << 20
 			*now = t0.Add(DefaultNativeConfig.MinInterval - time.Millisecond)
 		}, notDue},
+		{"above 90 %: moved a fifth of MinInterval after the last", func(j *JVM, s *nativeState, now *time.Time) {
+			j.CgroupUsage = 1900 << 20
+			s.usage, s.band = j.CgroupUsage, 2
+			j.RSSJVM += 32 << 20
+			*now = t0.Add(DefaultNativeConfig.MinInterval / 5)
+		}, dueRead},
+		{"above 90 %: moved just under a fifth of MinInterval after the last", func(j *JVM, s *nativeState, now *time.Time) {
+			j.CgroupUsage = 1900 << 20
+			s.usage, s.band = j.CgroupUsage, 2
+			j.RSSJVM += 32 << 20
+			*now = t0.Add(DefaultNativeConfig.MinInterval/5 - time.Millisecond)
+		}, notDue},
 		{"non-heap moved 32 MiB - 1 (under 10 % of 512 MiB)", func(j *JVM, _ *nativeState, _ *time.Time) { j.RSSJVM += 32<<20 - 1 }, notDue},
 		{"non-heap moved 32 MiB", func(j *JVM, _ *nativeState, _ *time.Time) { j.RSSJVM += 32 << 20 }, dueRead},
 		{"non-heap shrank 32 MiB", func(j *JVM, _ *nativeState, _ *time.Time) { j.RSSJVM -= 32 << 20 }, dueRead},
