@@ -84,15 +84,14 @@ func Classify(ms []Mapping, l Layout) Breakdown {
 			b[r] += m.Rss
 			continue
 		}
-		if rest := m.Rss; heap.overlaps(m) || class.overlaps(m) {
-			inHeap, inClass := heap.share(m), class.share(m)
-			b[Heap] += inHeap
-			b[Metaspace] += inClass
-			if inHeap+inClass >= rest {
-				continue
-			}
-			// A mapping the kernel merged with the reservation's edge.
-			b[anonRegion(ms, i)] += rest - inHeap - inClass
+		// The spans begin and end on mappings' edges (findReservation),
+		// and do not meet: a mapping is in one whole or not at all.
+		if heap.overlaps(m) {
+			b[Heap] += m.Rss
+			continue
+		}
+		if class.overlaps(m) {
+			b[Metaspace] += m.Rss
 			continue
 		}
 		r := anonRegion(ms, i)
@@ -208,18 +207,6 @@ func (s span) overlaps(m *Mapping) bool { return s.hi > s.lo && m.Start < s.hi &
 
 func (s span) meets(o span) bool { return s.hi > s.lo && o.hi > o.lo && s.lo < o.hi && o.lo < s.hi }
 
-// share is the part of m's resident bytes inside s, prorated by address
-// when m straddles its edge.
-func (s span) share(m *Mapping) uint64 {
-	if !s.overlaps(m) {
-		return 0
-	}
-	lo, hi := max(m.Start, s.lo), min(m.End, s.hi)
-	if lo == m.Start && hi == m.End {
-		return m.Rss
-	}
-	return uint64(float64(m.Rss) * float64(hi-lo) / float64(m.Size()))
-}
 
 // findReservation finds the run of contiguous mappings that covers
 // exactly size bytes: a reservation the JVM made in one piece, committed
