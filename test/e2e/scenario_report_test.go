@@ -82,6 +82,14 @@ func endText(sc scenario, r *scenarioResult) string {
 	case r.End.Kind == "":
 		return fmt.Sprintf("healthy for %v", sc.Watch.Round(time.Minute))
 	default:
-		return fmt.Sprintf("%s at %s", r.End.Kind, fmtSince(r.End.At, r.Start))
+		end := fmt.Sprintf("%s at %s", r.End.Kind, fmtSince(r.End.At, r.Start))
+		if k := r.alert("ExecutorOOMKilled"); k != nil && k.Labels["cause"] != "" {
+			end += " (" + k.Labels["cause"]
+			if region := k.Labels["region"]; region != "" {
+				end += ": " + region
+			}
+			end += ")"
+		}
+		return end
 	}
 }
