@@ -207,7 +207,6 @@ func (s span) overlaps(m *Mapping) bool { return s.hi > s.lo && m.Start < s.hi &
 
 func (s span) meets(o span) bool { return s.hi > s.lo && o.hi > o.lo && s.lo < o.hi && o.lo < s.hi }
 
-
 // findReservation finds the run of contiguous mappings that covers
 // exactly size bytes: a reservation the JVM made in one piece, committed
 // in parts, with files mapped into it (CDS maps its archived heap objects
