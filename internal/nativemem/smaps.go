@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 )
 
 // ErrMalformed is wrapped by ParseSmaps for a file that is not smaps.
@@ -186,30 +187,11 @@ func parseHeader(line []byte, paths map[string]string) (Mapping, error) {
 	return m, nil
 }
 
-// parseUint parses an unsigned number in base 10 or 16 without
-// allocating; ok is false for an empty, malformed or overflowing one.
-func parseUint(b []byte, base uint64) (v uint64, ok bool) {
-	if len(b) == 0 || len(b) > 20 {
-		return 0, false
-	}
-	for _, c := range b {
-		var d uint64
-		switch {
-		case c >= '0' && c <= '9':
-			d = uint64(c - '0')
-		case base == 16 && c >= 'a' && c <= 'f':
-			d = uint64(c-'a') + 10
-		case base == 16 && c >= 'A' && c <= 'F':
-			d = uint64(c-'A') + 10
-		default:
-			return 0, false
-		}
-		if v > (1<<64-1-d)/base {
-			return 0, false
-		}
-		v = v*base + d
-	}
-	return v, true
+// parseUint parses an unsigned number in base 10 or 16; ok is false for
+// an empty, malformed or overflowing one.
+func parseUint(b []byte, base int) (uint64, bool) {
+	v, err := strconv.ParseUint(string(b), base, 64)
+	return v, err == nil
 }
 
 func parseKB(b []byte) (uint64, error) {
