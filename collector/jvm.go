@@ -106,7 +106,7 @@ func NewJVMCollector(tracker *jvm.Tracker, logger log.Logger) Collector {
 		cgMemory: jvmDesc("container", "memory_bytes",
 			"Memory charged to the cgroup holding the JVM, by kind (memory.stat): anon, file (page cache, shmem included), shmem (tmpfs and shared memory), kernel (slab, stacks, page tables, sockets; cgroup v2 only).", "kind"),
 		native: jvmDesc("jvm", "native_memory_bytes",
-			"Resident memory of the JVM process by region, from /proc/<pid>/smaps and the JVM's reservations (docs/jvm.md#native-memory); read when it can have changed.", "region"),
+			"Resident memory of the JVM process by region, from /proc/<pid>/smaps and the JVM's reservations (docs/jvm.md#native-memory-by-region); read when it can have changed.", "region"),
 		nativeTime: jvmDesc("jvm", "native_memory_timestamp_seconds",
 			"When the JVM's breakdown by region was last read or found unchanged, seconds since the epoch."),
 		nativeReads: prometheus.NewDesc(prometheus.BuildFQName(namespace, "jvm", "native_memory_reads_total"),

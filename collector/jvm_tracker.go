@@ -29,7 +29,7 @@ var (
 		"Least time between two breakdowns of one JVM (a smaps read, milliseconds of CPU each); a fifth of it above 90 % of its container's limit.").
 		Default("10s").Duration()
 	jvmNativeMove = kingpin.Flag("jvm.native-memory.move-bytes",
-		"A JVM's breakdown is read again when its memory outside the heap, or its container's usage, moved by this much (or by 10 %).").
+		"A JVM's breakdown is read again when its memory outside the heap, or its container's usage, moved by this much (or by 10 % and a quarter of this).").
 		Default("32MiB").Bytes()
 )
 

@@ -3,7 +3,6 @@ package jvm
 import (
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"io"
 	"os"
 	"strconv"
@@ -38,7 +37,7 @@ type NativeConfig struct {
 	Startup time.Duration
 }
 
-// DefaultNativeConfig is the policy of docs/jvm.md#native-memory.
+// DefaultNativeConfig is the policy of docs/jvm.md#native-memory-by-region.
 var DefaultNativeConfig = NativeConfig{
 	MinInterval:     10 * time.Second,
 	MaxAge:          15 * time.Minute,
@@ -67,10 +66,7 @@ type nativeReader struct {
 	procPath string
 	failed   func(pid int, err error)
 
-	buf   []byte // read buffer, readChunk bytes
 	smaps nativemem.SmapsReader
-	maps  []nativemem.Mapping // the last read's
-	seed  maphash.Seed
 
 	mu    sync.Mutex // guards byPID, read by scans
 	byPID map[int]*nativeState
@@ -86,12 +82,12 @@ type nativeState struct {
 	nonHeap uint64    // at the last breakdown
 	usage   uint64
 	band    int
-	layout  uint64 // hash of /proc/<pid>/maps at the last breakdown
+	layout  uint64 // nativemem.Fingerprint of the mappings at the last breakdown
 	seen    time.Time
 }
 
 func newNativeReader(cfg NativeConfig, procPath string, failed func(int, error)) *nativeReader {
-	return &nativeReader{cfg: cfg, procPath: procPath, failed: failed, byPID: map[int]*nativeState{}, seed: maphash.MakeSeed()}
+	return &nativeReader{cfg: cfg, procPath: procPath, failed: failed, byPID: map[int]*nativeState{}}
 }
 
 // get returns the last breakdown of the JVM pid that started at start.
@@ -217,14 +213,7 @@ func bandOf(j *JVM) int {
 func (r *nativeReader) read(s *nativeState, j *JVM, now time.Time) {
 	s.tried = now
 	r.reads.Add(1)
-	dir := r.procPath + "/" + strconv.Itoa(j.PID)
-	layout, err := r.mapsHash(dir)
-	if err == nil {
-		err = r.withFile(dir+"/smaps", func(f io.Reader) (err error) {
-			r.maps, err = r.smaps.Read(f)
-			return err
-		})
-	}
+	ms, err := r.readMappings(j.PID, "smaps")
 	if err != nil {
 		if !isGone(err) {
 			r.failed(j.PID, err)
@@ -233,9 +222,9 @@ func (r *nativeReader) read(s *nativeState, j *JVM, now time.Time) {
 	}
 	reading := nativemem.Reading{
 		Time:     now,
-		Regions:  nativemem.Classify(r.maps, nativemem.LayoutOf(&j.Stats)),
+		Regions:  nativemem.Classify(ms, nativemem.LayoutOf(&j.Stats)),
 		Shmem:    j.Cgroup.Shmem,
-		HasShmem: j.HasCgroup,
+		HasShmem: j.HasCgroup && j.Cgroup.HasShmem,
 	}
 	reading.Resident = reading.Regions.Total()
 	mem := &NativeMemory{First: reading, Last: reading, Checked: now}
@@ -243,7 +232,7 @@ func (r *nativeReader) read(s *nativeState, j *JVM, now time.Time) {
 		mem.First = s.mem.First
 	}
 	r.mu.Lock()
-	s.mem, s.nonHeap, s.usage, s.band, s.layout = mem, nonHeapOf(j), j.CgroupUsage, bandOf(j), layout
+	s.mem, s.nonHeap, s.usage, s.band, s.layout = mem, nonHeapOf(j), j.CgroupUsage, bandOf(j), nativemem.Fingerprint(ms)
 	r.mu.Unlock()
 }
 
@@ -252,8 +241,8 @@ func (r *nativeReader) read(s *nativeState, j *JVM, now time.Time) {
 // has not moved; anything else reads the breakdown again.
 func (r *nativeReader) check(s *nativeState, j *JVM, now time.Time) {
 	r.checks.Add(1)
-	layout, err := r.mapsHash(r.procPath + "/" + strconv.Itoa(j.PID))
-	if err == nil && layout == s.layout && !r.moved(s.mem.Last.Resident, j.RSSJVM) {
+	ms, err := r.readMappings(j.PID, "maps")
+	if err == nil && nativemem.Fingerprint(ms) == s.layout && !r.moved(s.mem.Last.Resident, j.RSSJVM) {
 		s.tried = now
 		mem := *s.mem
 		mem.Checked = now
@@ -265,36 +254,21 @@ func (r *nativeReader) check(s *nativeState, j *JVM, now time.Time) {
 	r.read(s, j, now)
 }
 
-// mapsHash hashes /proc/<pid>/maps: the mappings' ranges, permissions and
-// files, which a region's growth changes.
-func (r *nativeReader) mapsHash(dir string) (uint64, error) {
-	var h maphash.Hash
-	h.SetSeed(r.seed)
-	err := r.withFile(dir+"/maps", func(f io.Reader) error {
-		_, err := io.CopyBuffer(&h, f, r.buf[:cap(r.buf)])
-		return err
-	})
-	return h.Sum64(), err
-}
-
-// withFile opens a file of procfs (never following a symlink) and hands
-// read a reader of it bounded in size and time, through r.buf: the
-// kernel writes smaps a page at a time, so no one read call takes long,
-// and a process with many mappings costs its mappings, not its file.
-func (r *nativeReader) withFile(path string, read func(io.Reader) error) error {
+// readMappings parses /proc/<pid>/smaps, or maps (the same mappings
+// without their sizes), opened without following a symlink and read a
+// page at a time through a reader bounded in size and time: the kernel
+// writes them a page at a time, so no one read call takes long, and a
+// process with many mappings costs its mappings, not its file. The
+// mappings are valid until the next read.
+func (r *nativeReader) readMappings(pid int, file string) ([]nativemem.Mapping, error) {
+	path := r.procPath + "/" + strconv.Itoa(pid) + "/" + file
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 	if err != nil {
-		return &os.PathError{Op: "open", Path: path, Err: err}
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
 	defer unix.Close(fd)
-	if cap(r.buf) < readChunk {
-		r.buf = make([]byte, readChunk)
-	}
-	return read(&boundedReader{fd: fd, path: path, left: maxSmapsBytes, deadline: time.Now().Add(maxSmapsTime)})
+	return r.smaps.Read(&boundedReader{fd: fd, path: path, left: maxSmapsBytes, deadline: time.Now().Add(maxSmapsTime)})
 }
-
-// readChunk is what one read asks of the kernel; it also bounds a line.
-const readChunk = 32 << 10
 
 type boundedReader struct {
 	fd       int

@@ -184,7 +184,9 @@ func TestNativeBadInput(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "42"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	big := strings.Repeat("7f0000000000-7f0000001000 rw-p 00000000 00:00 0 \nRss: 4 kB\n", maxSmapsBytes/50+10)
+	// Mappings of a 1 KiB path: past the size bound before the count's.
+	entry := "7f0000000000-7f0000001000 r--p 00000000 08:01 42 /" + strings.Repeat("p", 1024) + "\nRss: 4 kB\n"
+	big := strings.Repeat(entry, maxSmapsBytes/len(entry)+10)
 	for _, name := range []string{"smaps", "maps"} {
 		if err := os.WriteFile(filepath.Join(dir, "42", name), []byte(big), 0o644); err != nil {
 			t.Fatal(err)
@@ -212,5 +214,46 @@ func TestNativeBadInput(t *testing.T) {
 	r.update(View{JVMs: []JVM{j}}, t0.Add(time.Minute), time.Hour)
 	if len(failures) != 2 || !errors.Is(failures[1], nativemem.ErrMalformed) {
 		t.Fatalf("failures %v, want a second, ErrMalformed", failures)
+	}
+}
+
+// Every MaxAge a breakdown is checked against the process's maps: the same
+// mappings confirm it without a smaps read; changed ones read it again.
+func TestNativeCheck(t *testing.T) {
+	dir := t.TempDir()
+	pidDir := filepath.Join(dir, "42")
+	if err := os.Mkdir(pidDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(header string) {
+		t.Helper()
+		for name, text := range map[string]string{"maps": header + "\n", "smaps": header + "\nRss: 1000 kB\n"} {
+			if err := os.WriteFile(filepath.Join(pidDir, name), []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	write("7f0000000000-7f0010000000 rw-p 00000000 00:00 0")
+	r := newNativeReader(DefaultNativeConfig, dir, func(_ int, err error) { t.Errorf("read failed: %v", err) })
+	t0 := time.Unix(1_800_000_000, 0)
+	view := View{JVMs: []JVM{policyJVM(t0)}}
+	start := view.JVMs[0].ProcessStart
+	view.JVMs[0].RSSJVM = 1000 << 10 // as the breakdown's resident size
+	r.update(view, t0, time.Hour)
+	if reads, checks := r.reads.Load(), r.checks.Load(); reads != 1 || checks != 0 {
+		t.Fatalf("first look: %d reads, %d checks; want 1, 0", reads, checks)
+	}
+	checked := t0.Add(DefaultNativeConfig.MaxAge)
+	r.update(view, checked, time.Hour)
+	if reads, checks := r.reads.Load(), r.checks.Load(); reads != 1 || checks != 1 {
+		t.Errorf("unchanged mappings: %d reads, %d checks; want 1, 1", reads, checks)
+	}
+	if got := r.get(42, start).Checked; !got.Equal(checked) {
+		t.Errorf("a confirmed breakdown checked at %v, want %v", got, checked)
+	}
+	write("7f0000000000-7f0020000000 rw-p 00000000 00:00 0")
+	r.update(view, checked.Add(DefaultNativeConfig.MaxAge), time.Hour)
+	if reads, checks := r.reads.Load(), r.checks.Load(); reads != 2 || checks != 2 {
+		t.Errorf("a mapping grew: %d reads, %d checks; want 2, 2", reads, checks)
 	}
 }

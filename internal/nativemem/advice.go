@@ -18,5 +18,6 @@ var advice = map[string]string{
 	"mapped_files":     "mapped files count against the limit while dirty: read fewer files through mmap or raise spark.executor.memoryOverhead",
 	"shared_libraries": "libraries and jars rarely grow: raise spark.executor.memoryOverhead",
 	"other":            "raise spark.executor.memoryOverhead",
+	Python:             "raise spark.executor.pyspark.memory (or spark.executor.memoryOverhead) or use less memory in Python UDFs",
 	Shmem:              "tmpfs pages count against the limit: move spill to disk (spark.kubernetes.local.dirs.tmpfs=false, a disk-backed emptyDir) or raise the limit",
 }

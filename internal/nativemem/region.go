@@ -39,3 +39,7 @@ func RegionNames() []string { return append([]string(nil), regionNames[:]...) }
 // memory-backed spill directory are charged to the container without
 // being mapped by the JVM.
 const Shmem = "shmem"
+
+// Python names PySpark workers as what grew: their resident memory is the
+// process tree's, outside the JVM's breakdown.
+const Python = "python"

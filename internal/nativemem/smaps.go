@@ -3,8 +3,10 @@ package nativemem
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"strconv"
 )
@@ -225,4 +227,35 @@ func truncate(b []byte) []byte {
 		return b[:80]
 	}
 	return b
+}
+
+// Fingerprint hashes the mappings' ranges, permissions and files, not
+// their resident sizes: /proc/<pid>/maps has the same header lines as
+// smaps, so a maps read, a twentieth of a smaps read, tells whether the
+// mappings a breakdown saw are still the same.
+func Fingerprint(ms []Mapping) uint64 {
+	h := fnv.New64a()
+	var b [8]byte
+	word := func(v uint64) {
+		binary.LittleEndian.PutUint64(b[:], v)
+		h.Write(b[:])
+	}
+	for i := range ms {
+		m := &ms[i]
+		var perms uint64
+		for bit, on := range [...]bool{m.Read, m.Write, m.Exec, m.Shared} {
+			if on {
+				perms |= 1 << bit
+			}
+		}
+		word(m.Start)
+		word(m.End)
+		word(perms)
+		word(m.Offset)
+		word(m.Dev)
+		word(m.Inode)
+		h.Write([]byte(m.Path))
+		h.Write([]byte{0})
+	}
+	return h.Sum64()
 }

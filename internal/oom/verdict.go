@@ -64,10 +64,9 @@ func Judge(k Kill, s Victim, found bool) Verdict {
 	return v
 }
 
-// RegionPython names PySpark workers as what grew: their resident memory
-// is the process tree's, outside the JVM's breakdown, and all of it grew
-// since they started after the JVM.
-const RegionPython = "python"
+// RegionPython names PySpark workers as what grew: all of their resident
+// memory grew, since they start after the JVM.
+const RegionPython = nativemem.Python
 
 // nameRegion says which native memory filled the container: the region
 // that grew most since the JVM's first minute, or the Python workers when
@@ -75,10 +74,7 @@ const RegionPython = "python"
 // advice replaces the generic one.
 func nameRegion(v *Verdict, s Victim) {
 	g := s.Growth
-	usage := s.CgroupUsage
-	if usage == 0 {
-		usage = s.RSSJVM + s.RSSPython + s.RSSOther
-	}
+	usage, _ := s.usage()
 	nonHeap := usage - min(usage, s.HeapCommitted)
 	switch {
 	// Without a breakdown, only Python workers holding a good part of the
@@ -86,7 +82,7 @@ func nameRegion(v *Verdict, s Victim) {
 	case s.RSSPython > 0 && s.RSSPython >= g.Bytes && 4*s.RSSPython >= nonHeap:
 		v.Region = RegionPython
 		v.Reason += fmt.Sprintf("; Python workers hold %.0f MiB", float64(s.RSSPython)/(1<<20))
-		v.Advice = "raise spark.executor.pyspark.memory (or spark.executor.memoryOverhead) or use less memory in Python UDFs"
+		v.Advice = nativemem.Advice(RegionPython)
 	case g.Region != "":
 		v.Region = g.Region
 		v.Reason += "; " + g.String()
@@ -94,6 +90,16 @@ func nameRegion(v *Verdict, s Victim) {
 			v.Advice = a
 		}
 	}
+}
+
+// usage is the memory the verdict weighs the heap against: the
+// container's, or the process tree's resident memory when the container is
+// unknown, and what it is.
+func (s Victim) usage() (uint64, string) {
+	if s.CgroupUsage > 0 {
+		return s.CgroupUsage, "container usage"
+	}
+	return s.RSSJVM + s.RSSPython + s.RSSOther, "resident memory of the process tree"
 }
 
 func judgeCause(k Kill, s Victim, found bool) Verdict {
@@ -104,10 +110,7 @@ func judgeCause(k Kill, s Victim, found bool) Verdict {
 	if !found {
 		return Verdict{Cause: CauseUnknown, Reason: "the victim was not a tracked JVM"}
 	}
-	usage, usageOf := s.CgroupUsage, "container usage"
-	if usage == 0 {
-		usage, usageOf = s.RSSJVM+s.RSSPython+s.RSSOther, "resident memory of the process tree"
-	}
+	usage, usageOf := s.usage()
 	if usage == 0 || s.HeapCommitted == 0 {
 		return Verdict{Cause: CauseUnknown, Reason: "the last sample has no heap or memory figures"}
 	}
