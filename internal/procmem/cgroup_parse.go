@@ -120,18 +120,6 @@ const (
 	noKey statKey = -1
 )
 
-// The parse stops once either set of keys has been seen, so that it costs
-// about what the working set's key alone did (memory.stat is read for
-// every cgroup on every scan). With the first line of a key counting, the
-// rest cannot change the result, but for one case: a v2 file without
-// "kernel" stops at "slab", the last of kernel's parts in the order
-// mm/memcontrol.c writes them (kernel third, slab after the LRU lists).
-const (
-	v1StatDone       = 1<<keyInactiveFile | 1<<keyAnon | 1<<keyFile | 1<<keyShmem
-	v2StatDone       = v1StatDone | 1<<keyKernel | 1<<keySock
-	v2StatDoneBefore = v1StatDone | 1<<keySock | 1<<keySlab // before Linux 5.18
-)
-
 func v1StatKey(name []byte) statKey {
 	switch string(name) {
 	case "total_inactive_file":
@@ -183,19 +171,18 @@ func v2StatKey(name []byte) statKey {
 }
 
 // parseMemoryStat reads a memory.stat in one pass, split as
-// parseKeyedUint splits it, without allocating, up to where the kernel
-// has written every key it uses (v1StatDone). The first line of a key
+// parseKeyedUint splits it, without allocating. The first line of a key
 // counts; a key the result uses with a bad value is an error, and an
 // absent one is not (kernels differ). The kinds and their keys are
 // CgroupMemory's Anon, File, Shmem and Kernel.
 func parseMemoryStat(data []byte, v2 bool) (memoryStat, error) {
 	var names, vals [numStatKeys][]byte
 	var seen uint32
-	lookup, done, doneBefore := v1StatKey, uint32(v1StatDone), uint32(v1StatDone)
+	lookup := v1StatKey
 	if v2 {
-		lookup, done, doneBefore = v2StatKey, v2StatDone, v2StatDoneBefore
+		lookup = v2StatKey
 	}
-	for len(data) > 0 && seen&done != done && seen&doneBefore != doneBefore {
+	for len(data) > 0 {
 		line, rest, _ := bytes.Cut(data, []byte{'\n'})
 		data = rest
 		if len(line) > maxCgroupFileLine {
