@@ -226,7 +226,6 @@ func (r *nativeReader) read(s *nativeState, j *JVM, now time.Time) {
 		Shmem:    j.Cgroup.Shmem,
 		HasShmem: j.HasCgroup && j.Cgroup.HasShmem,
 	}
-	reading.Resident = reading.Regions.Total()
 	mem := &NativeMemory{First: reading, Last: reading, Checked: now}
 	if based(s.mem, j, r.cfg.Startup) {
 		mem.First = s.mem.First
@@ -242,7 +241,7 @@ func (r *nativeReader) read(s *nativeState, j *JVM, now time.Time) {
 func (r *nativeReader) check(s *nativeState, j *JVM, now time.Time) {
 	r.checks.Add(1)
 	ms, err := r.readMappings(j.PID, "maps")
-	if err == nil && nativemem.Fingerprint(ms) == s.layout && !r.moved(s.mem.Last.Resident, j.RSSJVM) {
+	if err == nil && nativemem.Fingerprint(ms) == s.layout && !r.moved(s.mem.Last.Regions.Total(), j.RSSJVM) {
 		s.tried = now
 		mem := *s.mem
 		mem.Checked = now

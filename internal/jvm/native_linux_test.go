@@ -29,7 +29,6 @@ func policyJVM(t0 time.Time) JVM {
 func policyState(j *JVM, when time.Time) *nativeState {
 	r := nativemem.Reading{Time: when}
 	r.Regions[nativemem.Heap] = 1024 << 20
-	r.Resident = 1024 << 20
 	return &nativeState{
 		start: j.ProcessStart, tried: when, mem: &NativeMemory{First: r, Last: r, Checked: when},
 		nonHeap: nonHeapOf(j), usage: j.CgroupUsage, band: bandOf(j),

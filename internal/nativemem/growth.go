@@ -12,7 +12,6 @@ type Reading struct {
 	Regions  Breakdown
 	Shmem    uint64 // the container's shmem (memory.stat); 0 when unknown
 	HasShmem bool
-	Resident uint64 // the process's resident memory, Regions' total
 }
 
 // Growth is what grew most outside the heap between two readings.

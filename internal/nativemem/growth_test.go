@@ -10,7 +10,7 @@ import (
 
 func reading(kv map[Region]uint64) Reading {
 	b := breakdownOf(kv)
-	return Reading{Regions: b, Resident: b.Total()}
+	return Reading{Regions: b}
 }
 
 func withShmem(r Reading, shmem uint64) Reading {

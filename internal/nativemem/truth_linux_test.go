@@ -165,9 +165,8 @@ func takeSnapshot(t *testing.T, pid int) snapshot {
 	}
 	s.layout = layoutOf(t, pid)
 	s.reading = Reading{Time: time.Now(), Regions: Classify(ms, s.layout)}
-	s.reading.Resident = s.reading.Regions.Total()
-	if rss := sumRss(t, s.smaps); s.reading.Resident != rss {
-		t.Errorf("Total() = %d, the Rss lines add up to %d", s.reading.Resident, rss)
+	if rss := sumRss(t, s.smaps); s.reading.Regions.Total() != rss {
+		t.Errorf("Total() = %d, the Rss lines add up to %d", s.reading.Regions.Total(), rss)
 	}
 	return s
 }
@@ -225,7 +224,7 @@ func runTruth(t *testing.T, c truthCase) {
 
 	grew := int64(after.reading.Regions[c.region]) - int64(before.reading.Regions[c.region])
 	want := c.expect(before.nmt, after.nmt)
-	resident := int64(after.reading.Resident) - int64(before.reading.Resident)
+	resident := int64(after.reading.Regions.Total()) - int64(before.reading.Regions.Total())
 	top := TopGrowth(before.reading, after.reading)
 	report := fmt.Sprintf("%s %s: %s grew %s, %s grew %s (%+.1f%%); the process grew %s; TopGrowth: %s %s\n  deltas: %s\n  layout before %+v, after %+v",
 		c.kind, c.gc, c.region, mibs(grew), c.what, mibs(want), 100*(float64(grew)/float64(want)-1), mibs(resident),
@@ -286,7 +285,7 @@ func runShm(t *testing.T) {
 		t.Fatalf("the stand-in wrote %v, %v; want %d MiB", st, err, leakMB)
 	}
 	top := TopGrowth(before.reading, after.reading)
-	resident := int64(after.reading.Resident) - int64(before.reading.Resident)
+	resident := int64(after.reading.Regions.Total()) - int64(before.reading.Regions.Total())
 	report := fmt.Sprintf("shm -XX:+UseG1GC: %d MiB in /dev/shm; the process grew %s; TopGrowth: %s %s\n  deltas: %s",
 		leakMB, mibs(resident), top.Region, mibs(int64(top.Bytes)), deltas(before.reading, after.reading))
 	t.Log(report)
