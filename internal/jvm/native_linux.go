@@ -299,20 +299,27 @@ func (b *boundedReader) Read(p []byte) (int, error) {
 	}
 }
 
-// nativeTick is how often the native loop looks at the last view: a look
-// costs a comparison per JVM, a breakdown is read only when due.
+// nativeTick is how often the native loop asks for the last view; it
+// looks at one only when a scan made a new one (every
+// --jvm.sample-interval): what it decides from does not change between.
 const nativeTick = time.Second
 
 func (t *Tracker) nativeLoop() {
 	defer close(t.nativeDone)
 	ticker := time.NewTicker(nativeTick)
 	defer ticker.Stop()
+	var looked time.Time // the view last looked at
 	for {
 		select {
 		case <-t.stop:
 			return
 		case <-ticker.C:
-			t.native.update(t.Last(), time.Now(), t.cfg.Retention)
+			view := t.Last()
+			if view.Time.Equal(looked) {
+				continue
+			}
+			looked = view.Time
+			t.native.update(view, time.Now(), t.cfg.Retention)
 		}
 	}
 }
