@@ -138,13 +138,35 @@ func (ec *ExecutorCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 // Collect implements prometheus.Collector.
-func (ec *ExecutorCollector) Collect(ch chan<- prometheus.Metric) {
+func (ec *ExecutorCollector) Collect(ch chan<- prometheus.Metric) { ec.collect(ch, false) }
+
+// ServedApart is ec without the per-JVM series, for a registry served by
+// ec.TextHandler and ec.Gatherer, which add those series as they were
+// built. Any other registry takes ec itself.
+func (ec *ExecutorCollector) ServedApart() prometheus.Collector { return servedApart{ec} }
+
+type servedApart struct{ ec *ExecutorCollector }
+
+func (s servedApart) Describe(ch chan<- *prometheus.Desc) { s.ec.Describe(ch) }
+func (s servedApart) Collect(ch chan<- prometheus.Metric) { s.ec.collect(ch, true) }
+
+// apartUpdater is a collector some of whose series can be served apart
+// from the registry.
+type apartUpdater interface {
+	updateApart(ch chan<- prometheus.Metric) error
+}
+
+func (ec *ExecutorCollector) collect(ch chan<- prometheus.Metric, apart bool) {
 	var wg sync.WaitGroup
 	wg.Add(len(ec.Collectors))
 	for name, c := range ec.Collectors {
 		go func(name string, c Collector) {
 			defer wg.Done()
-			ec.execute(name, c, ch)
+			update := c.Update
+			if a, ok := c.(apartUpdater); ok && apart {
+				update = a.updateApart
+			}
+			ec.execute(name, update, ch)
 		}(name, c)
 	}
 	wg.Wait()
@@ -163,9 +185,9 @@ func (ec *ExecutorCollector) Stop() {
 	}
 }
 
-func (ec *ExecutorCollector) execute(name string, c Collector, ch chan<- prometheus.Metric) {
+func (ec *ExecutorCollector) execute(name string, update func(chan<- prometheus.Metric) error, ch chan<- prometheus.Metric) {
 	begin := time.Now()
-	err := c.Update(ch)
+	err := update(ch)
 	duration := time.Since(begin)
 
 	success := 1.0

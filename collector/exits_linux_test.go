@@ -31,7 +31,7 @@ type liveExits struct {
 
 func newLiveExits(t *testing.T, withOOM bool, cloudCfg *cloud.Config) *liveExits {
 	t.Helper()
-	tracker, err := jvm.NewTracker(jvm.Config{ProcFS: "/proc", SysFS: "/sys", Interval: 200 * time.Millisecond,
+	tracker, err := jvm.NewTracker(jvm.Config{ProcFS: "/proc", SysFS: "/sys", Sampling: jvm.SamplingConfig{Slowest: 200 * time.Millisecond},
 		Retention: time.Minute, MaxProcesses: 1000}, log.NewNopLogger())
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
 
 	"github.com/executor-exporter/executor_exporter/internal/jvm"
 )
@@ -129,9 +128,6 @@ type seriesSet struct {
 	// The same series with their Descs, for a registry.
 	metrics []*dto.Metric
 	descs   []*prometheus.Desc
-	// The same in the text formats, made by the first scrape of each.
-	encMu sync.Mutex
-	encs  map[expfmt.Format]*encodedSet
 }
 
 // send sends the series to a registry.
@@ -300,16 +296,14 @@ func (p prebuiltMetric) Write(out *dto.Metric) error {
 	return nil
 }
 
-// Gatherer serves g — a gatherer whose registry has ec registered — and
-// adds the per-JVM series that the jvm collector's Update of this gather
-// served, as they were built, merged in name order. The jvm collector then
-// no longer sends them through the registry. It is for the HTTP handler
-// (promhttp.HandlerForTransactional); tests gather through a registry.
+// Gatherer serves g — a gatherer whose registry has ec.ServedApart()
+// registered — and adds the per-JVM series that the jvm collector's
+// update of this gather built, as they were built, merged in name order,
+// without the registry's per-series checks and sorting: with 100 JVMs
+// those cost more than the rest of a scrape (BenchmarkSeries). It is for
+// the HTTP handler (promhttp.HandlerForTransactional).
 func (ec *ExecutorCollector) Gatherer(g prometheus.Gatherer) prometheus.TransactionalGatherer {
 	jc, _ := ec.Collectors["jvm"].(*jvmCollector)
-	if jc != nil {
-		jc.direct.Store(true)
-	}
 	return prebuiltGatherer{g: g, jc: jc}
 }
 

@@ -55,8 +55,9 @@ func encodeText(t testing.TB, families []*dto.MetricFamily) []string {
 }
 
 // What the HTTP handler serves (ExecutorCollector.Gatherer: the per-JVM
-// series as built, merged into the registry's) is what a registry serves,
-// series for series and value for value, with real JVMs.
+// series as built, merged into the registry's) is what a registry of a
+// user's, with the same collectors registered, serves, series for series
+// and value for value, with real JVMs.
 func TestGathererServesWhatRegistryServes(t *testing.T) {
 	j1 := testjvm.Start(t, testjvm.Options{JVMArgs: []string{"-Xmx32m", "-XX:+UseSerialGC"}, Args: []string{"--executor-id", "1", "--app-id", "app-series"}})
 	j2 := testjvm.Start(t, testjvm.Options{MainClass: testjvm.DriverClass, JVMArgs: []string{"-Xmx32m", "-XX:+UseG1GC"}})
@@ -67,18 +68,23 @@ func TestGathererServesWhatRegistryServes(t *testing.T) {
 	if _, err := tracker.Refresh(); err != nil {
 		t.Fatal(err)
 	}
+	// One exporter's collectors, served apart by the exporter's handler
+	// and, at the same time, registered whole in a registry of a user's.
+	ec := NewExecutorCollectorFrom(log.NewNopLogger(), map[string]Collector{"jvm": NewJVMCollector(tracker, log.NewNopLogger())})
+	apart := prometheus.NewRegistry()
+	apart.MustRegister(ec.ServedApart())
+	gatherer := ec.Gatherer(apart)
+	plain := prometheus.NewRegistry()
+	plain.MustRegister(ec)
 	gather := func(direct bool) []string {
 		t.Helper()
-		ec := NewExecutorCollectorFrom(log.NewNopLogger(), map[string]Collector{"jvm": NewJVMCollector(tracker, log.NewNopLogger())})
-		reg := prometheus.NewRegistry()
-		reg.MustRegister(ec)
 		var families []*dto.MetricFamily
 		if direct {
 			var done func()
-			families, done, err = ec.Gatherer(reg).Gather()
+			families, done, err = gatherer.Gather()
 			defer done()
 		} else {
-			families, err = reg.Gather()
+			families, err = plain.Gather()
 		}
 		if err != nil {
 			t.Fatal(err)

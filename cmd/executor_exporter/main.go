@@ -53,7 +53,6 @@ func main() {
 	}
 	level.Info(logger).Log("msg", "Starting "+exporterName, "version", version.Info())
 	level.Info(logger).Log("msg", "Build context", "build_context", version.BuildContext())
-	level.Info(logger).Log("msg", "Garbage collector", "gc_percent", tuneGC())
 
 	ec, err := collector.NewExecutorCollector(logger,
 		collector.NewDependencies(logger, collector.JVMTrackerConfigFromFlags()))
@@ -82,7 +81,9 @@ func main() {
 func newHandler(ec *collector.ExecutorCollector, logger log.Logger, maxRequests int, exporterMetrics bool) http.Handler {
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(versioncollector.NewCollector("executor_exporter"))
-	registry.MustRegister(ec)
+	// The per-JVM series are not gathered through the registry: the
+	// handler adds them as the jvm collector built them (ServedApart).
+	registry.MustRegister(ec.ServedApart())
 
 	gatherers := prometheus.Gatherers{registry}
 	var instrumented prometheus.Registerer = prometheus.NewRegistry()
@@ -96,10 +97,8 @@ func newHandler(ec *collector.ExecutorCollector, logger log.Logger, maxRequests 
 		instrumented = self
 	}
 
-	// The per-JVM series are not gathered per scrape: the text formats get
-	// them as encoded and compressed once per view (ExecutorCollector's
-	// TextHandler), protobuf from the jvm collector's last build
-	// (ExecutorCollector.Gatherer).
+	// The text formats are written by ExecutorCollector's TextHandler,
+	// protobuf by promhttp from ExecutorCollector.Gatherer.
 	opts := promhttp.HandlerOpts{
 		ErrorLog:            stdLogger{logger},
 		ErrorHandling:       promhttp.ContinueOnError,

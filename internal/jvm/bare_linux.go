@@ -18,7 +18,9 @@ const javaComm = "java"
 // table already knows); reading one costs its stat, tree and, once per
 // process, its identity. They are added to
 // view within the same cap as the others. Runs under refreshMu.
-func (t *Tracker) scanBare(table *procmem.ProcessTable, withFile, read map[int]bool, cgroups map[string]procmem.CgroupMemory, view *View, now time.Time) {
+// It returns how many it read; those not due keep their reading (kept).
+func (t *Tracker) scanBare(table *procmem.ProcessTable, withFile, read map[int]bool, kept map[int]JVM, cgroups map[string]procmem.CgroupMemory, view *View, now time.Time) int {
+	fresh := 0
 	for _, pid := range table.PIDs() {
 		// Seen costs no read: the command name as last read, which the
 		// table reads again while a process is young (an exec) and then
@@ -34,6 +36,12 @@ func (t *Tracker) scanBare(table *procmem.ProcessTable, withFile, read map[int]b
 			view.Dropped++
 			continue
 		}
+		if j, ok := kept[pid]; ok {
+			read[pid] = true
+			view.JVMs = append(view.JVMs, j)
+			continue
+		}
+		fresh++
 		j, reason, err := t.readBare(p, table, cgroups, now)
 		if err != nil {
 			if reason != "" {
@@ -45,6 +53,7 @@ func (t *Tracker) scanBare(table *procmem.ProcessTable, withFile, read map[int]b
 		read[pid] = true
 		view.JVMs = append(view.JVMs, j)
 	}
+	return fresh
 }
 
 // readBare reads what does not need hsperfdata: identity, the process
@@ -72,10 +81,11 @@ func (t *Tracker) readBare(p procmem.Process, table *procmem.ProcessTable, cgrou
 			Time:     now,
 			RSSJVM:   rss.JVM, RSSPython: rss.Python, RSSOther: rss.Other,
 		},
-		MainClass: id.cmd.MainClass,
-		Xmx:       id.cmd.Xmx,
-		Pod:       id.pod,
-		Counters:  counters,
+		MainClass:    id.cmd.MainClass,
+		Xmx:          id.cmd.Xmx,
+		Pod:          id.pod,
+		ProcessStart: p.StartTime,
+		Counters:     counters,
 	}
 	t.readCgroup(&j, Candidate{PID: p.PID}, p, cgroups, now)
 	t.observe(nil, p, id.euid, &j, gcMark{}, now)

@@ -69,15 +69,23 @@ func (t *Tracker) cgroupMemory(p procmem.Process, seen map[string]procmem.Cgroup
 }
 
 // forgetCgroupFiles drops the entries of processes that are gone or whose
-// pid another process now has, and closes the cgroup directories no JVM
-// was read from in this scan.
-func (t *Tracker) forgetCgroupFiles(table *procmem.ProcessTable) {
+// pid another process now has, and closes the cgroup directories of no
+// JVM in view.
+func (t *Tracker) forgetCgroupFiles(table *procmem.ProcessTable, kept map[int]JVM) {
 	for pid, e := range t.cgFiles {
 		if p, ok := table.Process(pid); !ok || !p.StartTime.Equal(e.start) {
 			delete(t.cgFiles, pid)
 		}
 	}
 	if t.cgroups != nil {
-		t.cgroups.EndScan()
+		var inUse func(string) bool
+		if len(kept) > 0 {
+			dirs := make(map[string]bool, len(kept))
+			for _, j := range kept {
+				dirs[j.Cgroup.Dir] = true
+			}
+			inUse = func(dir string) bool { return dirs[dir] }
+		}
+		t.cgroups.EndScan(inUse)
 	}
 }

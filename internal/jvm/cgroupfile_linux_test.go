@@ -120,7 +120,7 @@ func TestCgroupFilesOfGoneProcessesForgotten(t *testing.T) {
 	if table, err = w.Scan(now.Add(time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	tr.forgetCgroupFiles(table)
+	tr.forgetCgroupFiles(table, nil)
 	if _, ok := tr.cgFiles[42]; !ok {
 		t.Error("the entry of a live process was dropped")
 	}
@@ -165,7 +165,7 @@ func TestCgroupDirClosedWhenNoJVMUsesIt(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		tr.forgetCgroupFiles(table)
+		tr.forgetCgroupFiles(table, nil)
 	}
 	a, b := dirOf(procs[0]), dirOf(procs[1])
 	scan(procs...)

@@ -63,7 +63,7 @@ func BenchmarkCgroupMemory(b *testing.B) {
 			seen := map[string]procmem.CgroupMemory{}
 			endScan := func() {
 				if tracker.cgroups != nil {
-					tracker.cgroups.EndScan()
+					tracker.cgroups.EndScan(nil)
 				}
 			}
 			for _, p := range procs { // the first scan, which opens what is kept

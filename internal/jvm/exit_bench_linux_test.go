@@ -51,7 +51,7 @@ func BenchmarkExitsWork(b *testing.B) {
 			tr.observe(nil, p, 0, j, gcMark{}, now)
 		}
 		var v View
-		tr.scanBare(table, withFile, read, map[string]procmem.CgroupMemory{}, &v, now)
+		tr.scanBare(table, withFile, read, nil, map[string]procmem.CgroupMemory{}, &v, now)
 		if gone := tr.findExits(table, now); len(gone) != 0 {
 			b.Fatalf("%d JVMs gone", len(gone))
 		}

@@ -28,7 +28,7 @@ type exitRecorder struct {
 
 func newExitRecorder(t *testing.T) *exitRecorder {
 	t.Helper()
-	tr, err := NewTracker(Config{ProcFS: "/proc", SysFS: "/sys", Interval: 100 * time.Millisecond, Retention: time.Minute, MaxProcesses: 1000}, log.NewNopLogger())
+	tr, err := NewTracker(Config{ProcFS: "/proc", SysFS: "/sys", Sampling: SamplingConfig{Slowest: 100 * time.Millisecond}, Retention: time.Minute, MaxProcesses: 1000}, log.NewNopLogger())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ func TestNativeBreakdownNamesEachLeak(t *testing.T) {
 	testjvm.RequireJava(t)
 	cfg := DefaultNativeConfig
 	cfg.Startup, cfg.MinInterval = 10*time.Second, 2*time.Second
-	tr, err := NewTracker(Config{ProcFS: "/proc", SysFS: "/sys", Interval: time.Second, Retention: time.Minute,
+	tr, err := NewTracker(Config{ProcFS: "/proc", SysFS: "/sys", Sampling: SamplingConfig{Slowest: time.Second}, Retention: time.Minute,
 		MaxProcesses: 100, MaxAge: time.Second, Native: cfg}, log.NewNopLogger())
 	if err != nil {
 		t.Fatal(err)

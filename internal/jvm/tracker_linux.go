@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-kit/log"
@@ -47,11 +48,14 @@ const (
 type Config struct {
 	ProcFS       string
 	SysFS        string
-	Interval     time.Duration // background sampling; 0 samples only on Refresh
 	Retention    time.Duration // how long the last sample of a gone JVM is kept
 	MaxProcesses int           // cardinality guard: JVMs beyond it are not read
+	// Sampling says how often each JVM is read in the background; a zero
+	// Slowest samples only on Refresh.
+	Sampling SamplingConfig
 	// MaxAge lets Current serve a view younger than this instead of
-	// reading every JVM again; 0 reads on every call.
+	// reading every JVM again, when nothing samples in the background;
+	// 0 reads on every call.
 	MaxAge time.Duration
 	// Native says when each JVM's native memory is broken down by region,
 	// in a loop of its own beside background sampling; a zero MaxAge
@@ -122,11 +126,17 @@ type Tracker struct {
 	// nil when turned off.
 	native     *nativeReader
 	nativeDone chan struct{}
+	// sched says when each JVM is read next; usage tells the kernel's
+	// word that a container crossed RiskThresholds (usage_linux.go).
+	sched *schedule
+	usage atomic.Pointer[usageWatch]
+	wake  chan struct{}
 
 	mu      sync.RWMutex // guards samples, errors and last, read without waiting for a scan
 	samples map[int]Sample
 	last    View // the view of the last scan, for Last
 	errors  map[string]uint64
+	reads   uint64 // JVMs read, in the background and on Refresh
 
 	startOnce sync.Once
 	stopOnce  sync.Once
@@ -143,6 +153,7 @@ func NewTracker(cfg Config, logger log.Logger) (*Tracker, error) {
 	if cfg.MaxProcesses <= 0 {
 		return nil, errors.New("max processes must be positive")
 	}
+	cfg.Sampling = cfg.Sampling.normalized()
 	t := &Tracker{
 		cfg:        cfg,
 		fs:         fs,
@@ -158,6 +169,8 @@ func NewTracker(cfg Config, logger log.Logger) (*Tracker, error) {
 		stop:       make(chan struct{}),
 		done:       make(chan struct{}),
 		nativeDone: make(chan struct{}),
+		sched:      newSchedule(),
+		wake:       make(chan struct{}, 1),
 	}
 	if cfg.Native.MaxAge > 0 {
 		t.native = newNativeReader(cfg.Native, cfg.ProcFS, t.nativeFailed)
@@ -165,16 +178,17 @@ func NewTracker(cfg Config, logger log.Logger) (*Tracker, error) {
 	return t, nil
 }
 
-// Start begins sampling every Interval in the background, so the last
-// sample before an OOM kill is at most one interval old even when no one
-// scrapes. It is idempotent.
+// Start begins sampling in the background, each JVM as often as its risk
+// says (SamplingConfig), so the last sample before an OOM kill is recent
+// even when no one scrapes. It is idempotent.
 func (t *Tracker) Start() {
 	t.startOnce.Do(func() {
-		if t.cfg.Interval <= 0 {
+		if t.cfg.Sampling.Slowest <= 0 {
 			close(t.done)
 			close(t.nativeDone)
 			return
 		}
+		t.usage.Store(newUsageWatch(t.cfg.SysFS, t.wakeCgroup))
 		go t.loop()
 		if t.native == nil {
 			close(t.nativeDone)
@@ -190,6 +204,7 @@ func (t *Tracker) Stop() {
 	t.Start() // a never-started tracker has nothing to wait for
 	<-t.done
 	<-t.nativeDone
+	t.usage.Load().close()
 	t.closeLives()
 }
 
@@ -197,30 +212,59 @@ func (t *Tracker) Stop() {
 // once when it never samples in the background).
 func (t *Tracker) Done() <-chan struct{} { return t.done }
 
+// loop scans when a JVM is due, when discovery is, or when the kernel says
+// a container crossed a threshold; between, it sleeps.
 func (t *Tracker) loop() {
 	defer close(t.done)
-	ticker := time.NewTicker(t.cfg.Interval)
-	defer ticker.Stop()
-	t.refreshInBackground()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
 	for {
 		select {
 		case <-t.stop:
 			return
-		case <-ticker.C:
-			t.refreshInBackground()
+		case <-timer.C:
+		case <-t.wake:
+		}
+		next := t.sampleInBackground()
+		timer.Stop()
+		timer.Reset(time.Until(next))
+	}
+}
+
+// wakeCgroup makes the JVMs in the cgroup at dir due now and wakes the
+// loop; the usage watch calls it when the kernel reports a crossing.
+func (t *Tracker) wakeCgroup(dir string) {
+	t.refreshMu.Lock()
+	woke := t.sched.wake(dir)
+	t.refreshMu.Unlock()
+	if woke {
+		select {
+		case t.wake <- struct{}{}:
+		default:
 		}
 	}
 }
 
-// refreshInBackground samples every JVM; a failure of the whole scan (procfs
-// cannot be listed) is logged, at most once per logEvery, and the scrape
-// reports it too.
-func (t *Tracker) refreshInBackground() {
-	if _, err := t.Refresh(); err != nil {
-		t.refreshMu.Lock()
-		t.logOnce("refresh", time.Now(), level.Error, "msg", "background JVM sampling failed", "err", err)
-		t.refreshMu.Unlock()
+// sampleInBackground reads the JVMs that are due, and returns when to
+// look again. A failure of the whole scan (procfs cannot be listed) is
+// logged, at most once per logEvery, and the scrape reports it too.
+func (t *Tracker) sampleInBackground() time.Time {
+	t.refreshMu.Lock()
+	defer t.refreshMu.Unlock()
+	now := time.Now()
+	next := now.Add(t.cfg.Sampling.Discovery)
+	view, err := t.scan(false)
+	if err != nil {
+		t.logOnce("refresh", now, level.Error, "msg", "background JVM sampling failed", "err", err)
+		return next
 	}
+	t.view, t.lastDone = view, time.Now()
+	t.remember(view)
+	t.usage.Load().sync(view)
+	if due := t.sched.earliest(); !due.IsZero() && due.Before(next) {
+		next = due
+	}
+	return next
 }
 
 // LastSample implements SampleSource. A nil tracker knows no JVM.
@@ -246,11 +290,20 @@ func (t *Tracker) ErrorCounts() map[string]uint64 {
 	return out
 }
 
-// Current returns the last view if it is younger than MaxAge, and reads
-// every JVM otherwise. With background sampling on, a scrape then costs
-// only the encoding of the series: the reading was already paid for by the
-// sampling that OOM attribution needs anyway.
+// Current returns what the background sampling last read, without
+// waiting for a scan in progress: a scrape never waits for a slow JVM.
+// Without background sampling it returns the last view if it is younger
+// than MaxAge, and reads every JVM otherwise.
 func (t *Tracker) Current() (View, error) {
+	if t.cfg.Sampling.Slowest > 0 {
+		t.mu.RLock()
+		view, read := t.last, !t.last.Time.IsZero()
+		t.mu.RUnlock()
+		if read {
+			return view, nil
+		}
+		return t.Refresh() // the first scan: waits for the loop's, or runs it
+	}
 	if t.cfg.MaxAge > 0 {
 		t.refreshMu.Lock()
 		view, done := t.view, t.lastDone
@@ -280,7 +333,7 @@ func (t *Tracker) Refresh() (View, error) {
 	if !t.lastDone.Before(asked) {
 		return t.view, nil
 	}
-	view, err := t.scan()
+	view, err := t.scan(true)
 	if err != nil {
 		return View{}, err
 	}
@@ -309,8 +362,18 @@ func (t *Tracker) countError(reason string) {
 	t.mu.Unlock()
 }
 
-// scan runs under refreshMu.
-func (t *Tracker) scan() (View, error) {
+// Reads says how many times a JVM was read since the tracker started, in
+// the background and on Refresh: what sampling costs.
+func (t *Tracker) Reads() uint64 {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.reads
+}
+
+// scan lists the processes, finds the JVMs and their ends, and reads the
+// JVMs that are due (all of them when all is set); the others keep their
+// last reading. It runs under refreshMu.
+func (t *Tracker) scan(all bool) (View, error) {
 	now := time.Now()
 	if t.procs == nil {
 		w, err := procmem.NewProcessWatch(t.cfg.ProcFS)
@@ -339,6 +402,8 @@ func (t *Tracker) scan() (View, error) {
 	t.mu.RUnlock()
 
 	view := View{Time: now}
+	kept := t.keptReadings(table, all, now)
+	fresh := 0
 	read := map[int]bool{}
 	withFile := map[int]bool{} // candidates, but for files of a dead JVM's
 	cgroups := map[string]procmem.CgroupMemory{}
@@ -351,6 +416,12 @@ func (t *Tracker) scan() (View, error) {
 			read[c.PID] = true
 			continue
 		}
+		if j, ok := kept[c.PID]; ok {
+			read[c.PID], withFile[c.PID] = true, true
+			view.JVMs = append(view.JVMs, j)
+			continue
+		}
+		fresh++
 		j, reason, err := t.readJVM(c, table, cgroups, now)
 		withFile[c.PID] = withFile[c.PID] || reason != ReasonStale
 		if err != nil {
@@ -363,7 +434,11 @@ func (t *Tracker) scan() (View, error) {
 		read[c.PID] = true
 		view.JVMs = append(view.JVMs, j)
 	}
-	t.scanBare(table, withFile, read, cgroups, &view, now)
+	fresh += t.scanBare(table, withFile, read, kept, cgroups, &view, now)
+	t.planNext(view, now)
+	t.mu.Lock()
+	t.reads += uint64(fresh)
+	t.mu.Unlock()
 	if view.Dropped > 0 {
 		t.logOnce("cap", now, level.Warn, "msg", "more JVMs than --jvm.max-processes; some are not tracked",
 			"max", t.cfg.MaxProcesses, "dropped", view.Dropped)
@@ -384,7 +459,7 @@ func (t *Tracker) scan() (View, error) {
 			delete(t.ticks, pid)
 		}
 	}
-	t.forgetCgroupFiles(table)
+	t.forgetCgroupFiles(table, kept)
 	for k, at := range t.loggedAt {
 		if now.Sub(at) > logEvery {
 			delete(t.loggedAt, k)

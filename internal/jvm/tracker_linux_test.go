@@ -167,7 +167,7 @@ func TestTrackerBackground(t *testing.T) {
 		t.Skip("starts a real JVM")
 	}
 	j := testjvm.Start(t, testjvm.Options{JVMArgs: []string{"-Xmx32m"}, Args: []string{"--executor-id", "4", "--app-id", "app-bg", "--heap-mb", "4", "--exit-after-s", "300"}})
-	tr, err := NewTracker(Config{ProcFS: "/proc", SysFS: "/sys", Interval: 100 * time.Millisecond, Retention: time.Minute, MaxProcesses: 1000}, log.NewNopLogger())
+	tr, err := NewTracker(Config{ProcFS: "/proc", SysFS: "/sys", Sampling: SamplingConfig{Slowest: 100 * time.Millisecond}, Retention: time.Minute, MaxProcesses: 1000}, log.NewNopLogger())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,9 @@ import (
 type CgroupMemory struct {
 	// Path is the cgroup's path as /proc/<pid>/cgroup gives it.
 	Path string
+	// Dir is the cgroup's directory beneath the sysfs root (CgroupReader
+	// only), where the kernel's notifications about it are asked for.
+	Dir string
 	// Version is 1 or 2.
 	Version int
 	// Limit is the hard limit in bytes; 0 means unlimited.

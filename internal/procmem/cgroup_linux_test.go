@@ -112,6 +112,11 @@ func TestReadCgroupMemoryFixtures(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s: %v", read.name, err)
 				}
+				// The directory beneath sysfs: a mount point, then the path.
+				if !strings.HasPrefix(got.Dir, "fs/cgroup") || !strings.HasSuffix(got.Dir, strings.TrimSuffix(tc.want.Path, "/")) {
+					t.Errorf("%s: Dir %q, want fs/cgroup…%s", read.name, got.Dir, tc.want.Path)
+				}
+				got.Dir = ""
 				if got != tc.want {
 					t.Errorf("%s: got  %+v\nwant %+v", read.name, got, tc.want)
 				}
@@ -244,7 +249,7 @@ func cgroupReads(t *testing.T, procPath, sysfsPath string, pid int) []cgroupRead
 	r := NewCgroupReader(procPath, sysfsPath)
 	t.Cleanup(func() { _ = r.Close() })
 	read := func() (CgroupMemory, error) {
-		defer r.EndScan()
+		defer r.EndScan(nil)
 		return r.Read(pid, string(file))
 	}
 	return append(reads, cgroupRead{"CgroupReader", read}, cgroupRead{"CgroupReader, next scan", read})

@@ -95,6 +95,7 @@ func (r *CgroupReader) Read(pid int, cgroupFile string) (CgroupMemory, error) {
 		err := r.readFiles(d, files, &m)
 		if err == nil {
 			d.used = r.gen
+			m.Dir = d.dir
 			return m, nil
 		}
 		if !dirGone(err) {
@@ -126,6 +127,7 @@ func (r *CgroupReader) Read(pid int, cgroupFile string) (CgroupMemory, error) {
 		_ = f.Close()
 		return CgroupMemory{}, missingMeansGone(r.procPath, pid, named(err))
 	}
+	m.Dir = dir
 	if len(r.dirs) < r.maxDirs {
 		r.dirs[key] = d
 	} else {
@@ -142,11 +144,12 @@ func dirGone(err error) bool {
 	return errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESTALE) || errors.Is(err, unix.ENODEV)
 }
 
-// EndScan closes the directories no Read used since the last EndScan:
-// their processes are gone or no longer asked about.
-func (r *CgroupReader) EndScan() {
+// EndScan closes the directories no Read used since the last EndScan and
+// that inUse (nil: none) does not name by their Dir: their processes are
+// gone or no longer asked about.
+func (r *CgroupReader) EndScan(inUse func(dir string) bool) {
 	for k, d := range r.dirs {
-		if d.used != r.gen {
+		if d.used != r.gen && (inUse == nil || !inUse(d.dir)) {
 			r.drop(k)
 		}
 	}

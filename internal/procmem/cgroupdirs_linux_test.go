@@ -61,7 +61,7 @@ func TestCgroupReaderClosesUnusedDirs(t *testing.T) {
 
 	readLive(t, r, pa)
 	readLive(t, r, pb)
-	r.EndScan()
+	r.EndScan(nil)
 	if na, nb := testenv.OpenFDsOn(t, a.Dir), testenv.OpenFDsOn(t, b.Dir); na != 1 || nb != 1 {
 		t.Fatalf("after a scan that read both: %d and %d descriptors open on their directories, want 1 and 1", na, nb)
 	}
@@ -69,7 +69,7 @@ func TestCgroupReaderClosesUnusedDirs(t *testing.T) {
 	if nb := testenv.OpenFDsOn(t, b.Dir); nb != 1 {
 		t.Fatalf("closed before the scan ended: %d descriptors on %s", nb, b.Dir)
 	}
-	r.EndScan()
+	r.EndScan(nil)
 	if na, nb := testenv.OpenFDsOn(t, a.Dir), testenv.OpenFDsOn(t, b.Dir); na != 1 || nb != 0 {
 		t.Errorf("after a scan that read only %s: %d and %d descriptors open, want 1 and 0", a.Path, na, nb)
 	}
@@ -99,7 +99,7 @@ func TestCgroupReaderCap(t *testing.T) {
 		if na, nb := testenv.OpenFDsOn(t, a.Dir), testenv.OpenFDsOn(t, b.Dir); na != 1 || nb != 0 {
 			t.Errorf("%d and %d descriptors open, want 1 (kept) and 0 (over the cap)", na, nb)
 		}
-		r.EndScan()
+		r.EndScan(nil)
 	}
 }
 
@@ -116,7 +116,7 @@ func TestCgroupReaderRecreatedCgroup(t *testing.T) {
 	if m := readLive(t, r, pid); m.Limit != 32<<20 {
 		t.Fatalf("limit %d, want %d", m.Limit, 32<<20)
 	}
-	r.EndScan()
+	r.EndScan(nil)
 
 	move := func(to string) {
 		t.Helper()
@@ -145,11 +145,11 @@ func TestCgroupReaderRecreatedCgroup(t *testing.T) {
 	if got := cgroupFileOf(t, pid); got != file {
 		t.Fatalf("the process's cgroup file changed: %q, was %q", got, file)
 	}
-	r.EndScan()
+	r.EndScan(nil)
 	if m := readLive(t, r, pid); m.Limit != 48<<20 {
 		t.Fatalf("after the cgroup was made again: limit %d, want the new one's %d", m.Limit, 48<<20)
 	}
-	r.EndScan()
+	r.EndScan(nil)
 
 	// Made again while the reader still holds the old directory.
 	move(parent.Procs())
@@ -202,6 +202,6 @@ func TestCgroupReaderMatchesReadCgroupMemoryLive(t *testing.T) {
 				return true
 			})
 		}
-		r.EndScan()
+		r.EndScan(nil)
 	}
 }

@@ -12,10 +12,10 @@
 //
 //	r := procmem.NewCgroupReader(procPath, sysfsPath) // once, kept from scan to scan
 //	cg, err := r.Read(pid, cgroupFile)                // cgroupFile: /proc/<pid>/cgroup as the caller holds it
-//	r.EndScan()                                       // closes the cgroups no Read asked for in this scan
+//	r.EndScan(nil)                                    // closes the cgroups no Read asked for in this scan
 //
-// NewProcessTable(fs) is the other way to a table: every process read once
-// with procfs, immutable and safe for concurrent use; tests compare the two.
+// The tests hold a watch's table to one read the plain way, every process
+// once with procfs (NewProcessTable, in a test file).
 //
 // # Reading what changed
 //

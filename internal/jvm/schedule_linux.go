@@ -1,0 +1,196 @@
+package jvm
+
+import (
+	"time"
+
+	"github.com/executor-exporter/executor_exporter/internal/hsperf"
+)
+
+// SamplingConfig says how often each JVM is read in the background: as
+// often as its risk of an OOM kill says, between Fastest and Slowest. The
+// background sample exists so that the last sample before a kill is
+// recent; an idle executor far from its limit needs no such sample, and
+// the kernel says when a container nears its limit (UsageNotifier).
+type SamplingConfig struct {
+	// Slowest is the interval of a JVM far from its limit and not
+	// growing; 0 turns background sampling off (scrapes read).
+	Slowest time.Duration
+	// AtRisk caps the interval of a JVM above 75 % of its container's
+	// limit, growing, after a full collection, or starting.
+	AtRisk time.Duration
+	// Fastest is the interval of a JVM above 90 % of its limit, or whose
+	// growth would reach the limit within a few of these.
+	Fastest time.Duration
+	// Discovery is how often the process table is listed for new JVMs
+	// and ends, whatever is due.
+	Discovery time.Duration
+}
+
+// DefaultSampling is the policy of docs/jvm.md#sampling.
+var DefaultSampling = SamplingConfig{
+	Slowest:   30 * time.Second,
+	AtRisk:    5 * time.Second,
+	Fastest:   time.Second,
+	Discovery: 5 * time.Second,
+}
+
+// designLeakRate is the fastest growth (bytes per second) the sampler is
+// sized to catch in a container whose crossings of 75 % and 90 % of its
+// limit the kernel does not report: such a container is sampled at least
+// twice in the time a leak this fast needs to fill its headroom.
+const designLeakRate = 64 << 20
+
+const (
+	riskShare = 0.75 // above it a JVM is at risk: AtRisk at most
+	nearShare = 0.90 // above it: Fastest
+)
+
+// RiskThresholds are the usage shares of a container's limit the kernel is
+// asked to report crossings of.
+var RiskThresholds = []float64{riskShare, nearShare}
+
+// normalized orders the intervals: Fastest ≤ AtRisk ≤ Slowest, and
+// Discovery ≤ Slowest, so a small Slowest (tests, users who want every
+// JVM sampled often) caps everything.
+func (c SamplingConfig) normalized() SamplingConfig {
+	if c.Slowest <= 0 {
+		return SamplingConfig{}
+	}
+	if c.AtRisk <= 0 || c.AtRisk > c.Slowest {
+		c.AtRisk = c.Slowest
+	}
+	if c.Fastest <= 0 || c.Fastest > c.AtRisk {
+		c.Fastest = c.AtRisk
+	}
+	if c.Discovery <= 0 || c.Discovery > c.Slowest {
+		c.Discovery = c.Slowest
+	}
+	return c
+}
+
+// interval is how long after cur was read it is read again. prev is the
+// last reading of the same process (nil for a first one); notified says
+// the kernel reports when cur's container crosses RiskThresholds.
+func (c SamplingConfig) interval(prev, cur *JVM, notified bool) time.Duration {
+	d := c.Slowest
+	if limit := cur.CgroupLimit; limit > 0 {
+		usage := min(cur.CgroupUsage, limit)
+		share := float64(usage) / float64(limit)
+		if share >= nearShare {
+			return c.Fastest
+		}
+		if share >= riskShare {
+			d = min(d, c.AtRisk)
+		}
+		headroom := limit - usage
+		if !notified {
+			d = min(d, c.atLeastFastest(seconds(float64(headroom)/designLeakRate/2)))
+		}
+		if prev != nil && usage > prev.CgroupUsage {
+			if dt := cur.Time.Sub(prev.Time).Seconds(); dt > 0 {
+				rate := float64(usage-prev.CgroupUsage) / dt
+				d = min(d, c.atLeastFastest(seconds(float64(headroom)/rate/2)))
+			}
+		}
+	} else if prev != nil && treeRSS(cur) >= treeRSS(prev)+growthBytes {
+		// No limit of its own: the machine's memory is the budget, and a
+		// tree that grows fast is what a machine-wide OOM kill picks.
+		d = min(d, c.AtRisk)
+	}
+	if cur.HeapMax > 0 && float64(cur.HeapUsed) >= nearShare*float64(cur.HeapMax) {
+		d = min(d, c.AtRisk)
+	}
+	if prev != nil && fullCollections(&cur.Stats) > fullCollections(&prev.Stats) {
+		d = min(d, c.AtRisk)
+	}
+	if !cur.ProcessStart.IsZero() && cur.Time.Sub(cur.ProcessStart) < startupGrace {
+		d = min(d, c.AtRisk)
+	}
+	return d
+}
+
+// growthBytes is how much a process tree without a limit of its own grows
+// between two readings to be read more often.
+const growthBytes = 32 << 20
+
+func (c SamplingConfig) atLeastFastest(d time.Duration) time.Duration { return max(d, c.Fastest) }
+
+func seconds(s float64) time.Duration {
+	if s >= float64(time.Hour/time.Second) {
+		return time.Hour
+	}
+	return time.Duration(s * float64(time.Second))
+}
+
+func treeRSS(j *JVM) uint64 { return j.RSSJVM + j.RSSPython + j.RSSOther }
+
+// fullCollections counts the collections of the collectors that collect
+// the whole heap.
+func fullCollections(s *hsperf.Stats) uint64 {
+	var n uint64
+	for _, g := range s.GCs {
+		if isFullCollector(g.Name) {
+			n += uint64(g.Collections)
+		}
+	}
+	return n
+}
+
+// schedule holds when each JVM is next due. Not safe for concurrent use:
+// the tracker's scans own it.
+type schedule struct {
+	next map[int]plannedRead
+}
+
+type plannedRead struct {
+	start time.Time // the process's start: a reused pid is due at once
+	at    time.Time
+	dir   string // its memory cgroup's directory, for wake
+}
+
+func newSchedule() *schedule { return &schedule{next: map[int]plannedRead{}} }
+
+// due: pid, started at start, has never been read, or its time has come.
+func (s *schedule) due(pid int, start, now time.Time) bool {
+	p, ok := s.next[pid]
+	return !ok || !p.start.Equal(start) || !now.Before(p.at)
+}
+
+func (s *schedule) plan(pid int, start, at time.Time, dir string) {
+	s.next[pid] = plannedRead{start: start, at: at, dir: dir}
+}
+
+// wake makes every JVM in the cgroup at dir due now, and reports whether
+// there was one.
+func (s *schedule) wake(dir string) bool {
+	woke := false
+	for pid, p := range s.next {
+		if p.dir == dir {
+			p.at = time.Time{}
+			s.next[pid] = p
+			woke = true
+		}
+	}
+	return woke
+}
+
+// earliest is when the first JVM is due; the zero Time when none is
+// planned.
+func (s *schedule) earliest() time.Time {
+	var first time.Time
+	for _, p := range s.next {
+		if first.IsZero() || p.at.Before(first) {
+			first = p.at
+		}
+	}
+	return first
+}
+
+// keep forgets the JVMs for which alive is false.
+func (s *schedule) keep(alive func(pid int) bool) {
+	for pid := range s.next {
+		if !alive(pid) {
+			delete(s.next, pid)
+		}
+	}
+}

@@ -1,0 +1,135 @@
+package jvm
+
+import (
+	"testing"
+	"time"
+
+	"github.com/executor-exporter/executor_exporter/internal/hsperf"
+)
+
+const mib = 1 << 20
+
+// reading is a JVM in a container with a limit, read at the given time,
+// long past its start-up.
+func reading(at time.Time, usage, limit uint64) *JVM {
+	return &JVM{
+		Sample:       Sample{Time: at, CgroupUsage: usage, CgroupLimit: limit, HeapMax: 1 << 30, HeapUsed: 100 * mib},
+		ProcessStart: at.Add(-time.Hour),
+	}
+}
+
+func TestIntervalFollowsRisk(t *testing.T) {
+	cfg := DefaultSampling.normalized()
+	t0 := time.Unix(1_800_000_000, 0)
+	const limit = 4096 * mib
+	for _, tc := range []struct {
+		name      string
+		prev, cur *JVM
+		notified  bool
+		want      time.Duration
+	}{
+		{"idle far from its limit, kernel notifies", reading(t0, 1600*mib, limit), reading(t0.Add(30*time.Second), 1600*mib, limit), true, 30 * time.Second},
+		{"first reading far from its limit", nil, reading(t0, 1600*mib, limit), true, 30 * time.Second},
+		{"above 75 %", nil, reading(t0, 3200*mib, limit), true, 5 * time.Second},
+		{"above 90 %", nil, reading(t0, 3800*mib, limit), true, time.Second},
+		{"usage above the limit (v1 counts a little over)", nil, reading(t0, limit+mib, limit), true, time.Second},
+		// 2496 MiB of headroom at 64 MiB/s: 39 s, sampled twice in it.
+		{"no notification: sized by the headroom", nil, reading(t0, 1600*mib, limit), false, 19500 * time.Millisecond},
+		{"no notification, near", nil, reading(t0, 3600*mib, limit), false, 3875 * time.Millisecond},
+		{"no notification, small: not below Fastest", nil, reading(t0, 400*mib, 512*mib), false, time.Second},
+		// 64 MiB/s for 10 s, 1536 MiB left: 24 s to the limit.
+		{"growing", reading(t0, 1920*mib, limit), reading(t0.Add(10*time.Second), 2560*mib, limit), true, 12 * time.Second},
+		{"growing fast", reading(t0, 1000*mib, limit), reading(t0.Add(time.Second), 2560*mib, limit), true, time.Second},
+		{"shrinking", reading(t0, 2560*mib, limit), reading(t0.Add(10*time.Second), 1920*mib, limit), true, 30 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := cfg.interval(tc.prev, tc.cur, tc.notified); got != tc.want {
+				t.Errorf("interval = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestIntervalWithoutALimit(t *testing.T) {
+	cfg := DefaultSampling.normalized()
+	t0 := time.Unix(1_800_000_000, 0)
+	prev, cur := reading(t0, 0, 0), reading(t0.Add(30*time.Second), 0, 0)
+	prev.RSSJVM, cur.RSSJVM = 1000*mib, 1010*mib
+	if got := cfg.interval(prev, cur, false); got != 30*time.Second {
+		t.Errorf("steady, no limit: %v, want 30s", got)
+	}
+	cur.RSSPython = 64 * mib // a PySpark worker grew
+	if got := cfg.interval(prev, cur, false); got != 5*time.Second {
+		t.Errorf("tree grew by 74 MiB, no limit: %v, want 5s", got)
+	}
+}
+
+func TestIntervalHeapAndCollections(t *testing.T) {
+	cfg := DefaultSampling.normalized()
+	t0 := time.Unix(1_800_000_000, 0)
+	prev, cur := reading(t0, 0, 0), reading(t0.Add(30*time.Second), 0, 0)
+	cur.HeapUsed = 950 * mib
+	if got := cfg.interval(prev, cur, false); got != 5*time.Second {
+		t.Errorf("heap 95 %% full: %v, want 5s", got)
+	}
+	cur.HeapUsed = 100 * mib
+	prev.Stats.GCs = []hsperf.GC{{Name: "G1 young collections", Collections: 10}, {Name: "G1 stop-the-world full collections", Collections: 1}}
+	cur.Stats.GCs = []hsperf.GC{{Name: "G1 young collections", Collections: 20}, {Name: "G1 stop-the-world full collections", Collections: 1}}
+	if got := cfg.interval(prev, cur, false); got != 30*time.Second {
+		t.Errorf("young collections only: %v, want 30s", got)
+	}
+	cur.Stats.GCs[1].Collections = 2
+	if got := cfg.interval(prev, cur, false); got != 5*time.Second {
+		t.Errorf("after a full collection: %v, want 5s", got)
+	}
+	young := reading(t0, 0, 0)
+	young.ProcessStart = t0.Add(-10 * time.Second)
+	if got := cfg.interval(nil, young, false); got != 5*time.Second {
+		t.Errorf("starting: %v, want 5s", got)
+	}
+}
+
+// A small --jvm.sample-interval caps every interval, as it did when it was
+// the one interval.
+func TestSamplingNormalized(t *testing.T) {
+	c := SamplingConfig{Slowest: 500 * time.Millisecond, AtRisk: 5 * time.Second, Fastest: time.Second, Discovery: 5 * time.Second}.normalized()
+	if c.AtRisk != 500*time.Millisecond || c.Fastest != 500*time.Millisecond || c.Discovery != 500*time.Millisecond {
+		t.Errorf("normalized: %+v, want everything at 500ms", c)
+	}
+	if c := (SamplingConfig{}).normalized(); c != (SamplingConfig{}) {
+		t.Errorf("off: %+v", c)
+	}
+	if got := c.interval(nil, reading(time.Now(), 0, 0), false); got != 500*time.Millisecond {
+		t.Errorf("interval = %v, want 500ms", got)
+	}
+}
+
+func TestScheduleDueAndWake(t *testing.T) {
+	s := newSchedule()
+	t0 := time.Unix(1_800_000_000, 0)
+	start := t0.Add(-time.Hour)
+	if !s.due(1, start, t0) {
+		t.Error("a JVM never read is not due")
+	}
+	s.plan(1, start, t0.Add(30*time.Second), "fs/cgroup/memory/pod-a")
+	s.plan(2, start, t0.Add(10*time.Second), "fs/cgroup/memory/pod-b")
+	if s.due(1, start, t0.Add(29*time.Second)) || !s.due(1, start, t0.Add(30*time.Second)) {
+		t.Error("due before or not at its time")
+	}
+	if !s.due(1, start.Add(time.Minute), t0) {
+		t.Error("a reused pid is not due at once")
+	}
+	if got := s.earliest(); !got.Equal(t0.Add(10 * time.Second)) {
+		t.Errorf("earliest = %v", got)
+	}
+	if !s.wake("fs/cgroup/memory/pod-a") || !s.due(1, start, t0) || s.due(2, start, t0) {
+		t.Error("wake did not make exactly the JVM in that cgroup due")
+	}
+	if s.wake("fs/cgroup/memory/other") {
+		t.Error("woke a cgroup no JVM is in")
+	}
+	s.keep(func(pid int) bool { return pid == 2 })
+	if _, ok := s.next[1]; ok || len(s.next) != 1 {
+		t.Errorf("keep: %v", s.next)
+	}
+}
