@@ -21,9 +21,12 @@ func init() {
 		if err != nil {
 			return nil, err
 		}
+		pods, err := deps.Pods()
+		if err != nil {
+			return nil, err
+		}
 		c := NewJVMCollector(t, logger).(*jvmCollector)
-		// The cloud collector, built before this one, lists the pods.
-		c.pods, c.podLabels = deps.pods, podsConfigFromFlags().LabelAllowlist
+		c.pods, c.podLabels = pods, podsConfigFromFlags().LabelAllowlist
 		return c, nil
 	})
 }
@@ -60,14 +63,14 @@ type jvmCollector struct {
 	cgMemory                                *prometheus.Desc
 	processes, dropped, readErrors          *prometheus.Desc
 	native, nativeTime, nativeReads         *prometheus.Desc
+	reads, notifications                    *prometheus.Desc
 
 	// The per-JVM series of the last view (jvm_series.go).
 	buildMu sync.Mutex
 	builtOf builtKey
 	built   *seriesSet
 	pairs   labelPairs
-	served  atomic.Pointer[seriesSet] // what the last Update served
-	direct  atomic.Bool               // served by ExecutorCollector.Gatherer, not through Update's channel
+	served  atomic.Pointer[seriesSet] // what the last update built
 }
 
 // builtKey is what the per-JVM series depend on: the view and the pod list.
@@ -111,6 +114,10 @@ func NewJVMCollector(tracker *jvm.Tracker, logger log.Logger) Collector {
 			"When the JVM's breakdown by region was last read or found unchanged, seconds since the epoch."),
 		nativeReads: prometheus.NewDesc(prometheus.BuildFQName(namespace, "jvm", "native_memory_reads_total"),
 			"Reads for the JVMs' breakdowns by region: smaps (a breakdown, milliseconds of CPU each) or maps (a check that found one unchanged).", []string{"file"}, nil),
+		reads: prometheus.NewDesc(prometheus.BuildFQName(namespace, "jvm", "reads_total"),
+			"Readings of a JVM (hsperfdata, process tree, cgroup), in the background as its risk says and on scrapes when nothing samples in the background.", nil, nil),
+		notifications: prometheus.NewDesc(prometheus.BuildFQName(namespace, "jvm", "sampling_containers"),
+			"Containers with a memory limit that JVMs are in, by how the sampler hears that one nears its limit: threshold (cgroup v1 usage thresholds), events (cgroup v2 memory.events and PSI), none (its headroom alone sets the interval).", []string{"notification"}, nil),
 		processes: prometheus.NewDesc(prometheus.BuildFQName(namespace, "jvm", "processes"),
 			"JVMs tracked on this machine.", nil, nil),
 		dropped: prometheus.NewDesc(prometheus.BuildFQName(namespace, "jvm", "processes_dropped"),
@@ -120,7 +127,15 @@ func NewJVMCollector(tracker *jvm.Tracker, logger log.Logger) Collector {
 	}
 }
 
-func (c *jvmCollector) Update(ch chan<- prometheus.Metric) error {
+// Update sends every series, the per-JVM ones included, to ch: for any
+// registry the collectors are registered in.
+func (c *jvmCollector) Update(ch chan<- prometheus.Metric) error { return c.update(ch, false) }
+
+// updateApart sends all but the per-JVM series, which the exporter's
+// handler serves from c.served (ExecutorCollector.ServedApart).
+func (c *jvmCollector) updateApart(ch chan<- prometheus.Metric) error { return c.update(ch, true) }
+
+func (c *jvmCollector) update(ch chan<- prometheus.Metric, apart bool) error {
 	view, err := c.tracker.Current()
 	if err != nil {
 		c.served.Store(nil)
@@ -133,12 +148,17 @@ func (c *jvmCollector) Update(ch chan<- prometheus.Metric) error {
 		// Every reason is present from the start, so increase() sees the first error.
 		ch <- prometheus.MustNewConstMetric(c.readErrors, prometheus.CounterValue, float64(errs[reason]), reason)
 	}
+	ch <- prometheus.MustNewConstMetric(c.reads, prometheus.CounterValue, float64(c.tracker.Reads()))
+	notifications := c.tracker.Notifications()
+	for _, n := range []string{jvm.NotifyThreshold, jvm.NotifyEvents, jvm.NotifyNone} {
+		ch <- prometheus.MustNewConstMetric(c.notifications, prometheus.GaugeValue, float64(notifications[n]), n)
+	}
 	reads, checks := c.tracker.NativeReads()
 	ch <- prometheus.MustNewConstMetric(c.nativeReads, prometheus.CounterValue, float64(reads), "smaps")
 	ch <- prometheus.MustNewConstMetric(c.nativeReads, prometheus.CounterValue, float64(checks), "maps")
 	set := c.series(view)
 	c.served.Store(set)
-	if !c.direct.Load() {
+	if !apart {
 		set.send(ch)
 	}
 	return nil

@@ -1,7 +1,6 @@
 package jvm
 
 import (
-	"errors"
 	"path/filepath"
 	"sync"
 	"time"
@@ -61,9 +60,9 @@ func (t *Tracker) planNext(view View, now time.Time) {
 
 // Notification mechanisms, for executor_jvm_sampling_containers.
 const (
-	NotifyThreshold = "threshold" // cgroup v1 usage thresholds: the kernel says when 75 % and 90 % are crossed
-	NotifyEvents    = "events"    // cgroup v2 memory.events and PSI: the kernel says when the limit or memory.high bites
-	NotifyNone      = "none"      // nothing: the headroom alone sets the interval
+	NotifyThreshold = procmem.NotifyThreshold // the kernel says when 75 % and 90 % are crossed
+	NotifyEvents    = procmem.NotifyEvents    // it says when the cgroup is short of memory; the headroom sets the interval
+	NotifyNone      = "none"                  // nothing: the headroom alone sets the interval
 )
 
 // usageWatch asks the kernel to report when a JVM's container crosses
@@ -94,7 +93,13 @@ type usageNotifier interface {
 }
 
 // newUsageNotifier makes the kernel's notifier; tests replace it.
-var newUsageNotifier = func() (usageNotifier, error) { return nil, errors.New("no notifier yet") }
+var newUsageNotifier = func() (usageNotifier, error) {
+	n, err := procmem.NewUsageNotifier()
+	if err != nil {
+		return nil, err
+	}
+	return n, nil
+}
 
 func newUsageWatch(sysfs string, wake func(dir string)) *usageWatch {
 	w := &usageWatch{sysfs: sysfs, watched: map[string]watchedCgroup{}, done: make(chan struct{})}

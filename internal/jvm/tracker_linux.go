@@ -365,6 +365,9 @@ func (t *Tracker) countError(reason string) {
 // Reads says how many times a JVM was read since the tracker started, in
 // the background and on Refresh: what sampling costs.
 func (t *Tracker) Reads() uint64 {
+	if t == nil {
+		return 0
+	}
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	return t.reads
