@@ -36,35 +36,37 @@ var (
 
 func init() {
 	registerCollector("cloud", true, func(logger log.Logger, deps *Dependencies) (Collector, error) {
-		c, err := NewCloudCollector(cloud.Config{
-			Provider:         *cloudProvider,
-			SysFS:            FlagPaths().SysFS,
-			AWSMetadataURL:   *cloudAWSMetadataURL,
-			GCPMetadataURL:   *cloudGCPMetadataURL,
-			AzureMetadataURL: *cloudAzureMetadataURL,
-			Timeout:          *cloudTimeout,
-			RefreshInterval:  *cloudRefreshInterval,
-			PollInterval:     *cloudPollInterval,
-			Kubernetes: cloud.KubernetesConfig{
-				NodeName:       *cloudKubernetesNodeName,
-				APIURL:         *cloudKubernetesAPIURL,
-				TokenFile:      cloud.DefaultKubernetesTokenFile,
-				CAFile:         cloud.DefaultKubernetesCAFile,
-				LabelAllowlist: cloudSplitList(*cloudKubernetesNodeLabels),
-				Pods:           podsConfigFromFlags(),
-			},
-		}, logger)
+		r, err := deps.cloudRefresher()
 		if err != nil {
 			return nil, err
 		}
-		// The pods this refresher lists name the jvm collector's JVMs.
-		if r := c.(*cloudCollector).refresher; r.PodsEnabled() {
-			deps.pods = r
-		}
 		// An executor that ends while a notice is pending was interrupted.
-		deps.witness().WatchNotices(pendingInterruptions(c.(*cloudCollector).refresher))
-		return c, nil
+		deps.witness().WatchNotices(pendingInterruptions(r))
+		return NewCloudCollector(r), nil
 	})
+}
+
+// cloudConfigFromFlags is the refresher's configuration from the --cloud.*,
+// --kubernetes.* and --path.sysfs flags.
+func cloudConfigFromFlags() cloud.Config {
+	return cloud.Config{
+		Provider:         *cloudProvider,
+		SysFS:            FlagPaths().SysFS,
+		AWSMetadataURL:   *cloudAWSMetadataURL,
+		GCPMetadataURL:   *cloudGCPMetadataURL,
+		AzureMetadataURL: *cloudAzureMetadataURL,
+		Timeout:          *cloudTimeout,
+		RefreshInterval:  *cloudRefreshInterval,
+		PollInterval:     *cloudPollInterval,
+		Kubernetes: cloud.KubernetesConfig{
+			NodeName:       *cloudKubernetesNodeName,
+			APIURL:         *cloudKubernetesAPIURL,
+			TokenFile:      cloud.DefaultKubernetesTokenFile,
+			CAFile:         cloud.DefaultKubernetesCAFile,
+			LabelAllowlist: cloudSplitList(*cloudKubernetesNodeLabels),
+			Pods:           podsConfigFromFlags(),
+		},
+	}
 }
 
 // cloudSplitList splits a comma-separated flag value, dropping blanks.
@@ -88,15 +90,11 @@ type cloudCollector struct {
 	podListSuccess                                          *prometheus.Desc
 }
 
-// NewCloudCollector starts the background refresher (detection, metadata,
-// node labels, notice polling) and returns a collector that reads its
-// cache. Stop ends the refresher.
-func NewCloudCollector(cfg cloud.Config, logger log.Logger) (Collector, error) {
-	r, err := cloud.NewRefresher(cfg, logger)
-	if err != nil {
-		return nil, err
-	}
-	r.Start()
+// NewCloudCollector returns a collector that reads r's cache. r runs in
+// the background (detection, metadata, node labels, notice polling) and
+// is started and stopped by whoever built it: other collectors read its
+// pod list.
+func NewCloudCollector(r *cloud.Refresher) Collector {
 	return &cloudCollector{
 		refresher: r,
 		info: prometheus.NewDesc(prometheus.BuildFQName(namespace, "instance", "info"),
@@ -117,7 +115,7 @@ func NewCloudCollector(cfg cloud.Config, logger log.Logger) (Collector, error) {
 		podListSuccess: prometheus.NewDesc(prometheus.BuildFQName(namespace, "kubernetes", "pod_list_success"),
 			"Whether the last list of this node's pods (namespace, pod and container of each JVM) succeeded; absent when pods are not listed.",
 			nil, nil),
-	}, nil
+	}
 }
 
 func (c *cloudCollector) Update(ch chan<- prometheus.Metric) error {
@@ -157,11 +155,6 @@ func (c *cloudCollector) Update(ch chan<- prometheus.Metric) error {
 		ch <- m
 	}
 	return nil
-}
-
-// Stop ends the refresher's goroutines.
-func (c *cloudCollector) Stop() {
-	c.refresher.Stop()
 }
 
 func cloudBoolToFloat(b bool) float64 {

@@ -35,14 +35,17 @@ func cloudTestConfig(sysfs, url string, poll time.Duration) cloud.Config {
 		Timeout: 2 * time.Second, RefreshInterval: time.Hour, PollInterval: poll}
 }
 
+// newTestCloudCollector reads a refresher of cfg, started, that the test
+// stops when it ends.
 func newTestCloudCollector(t testing.TB, cfg cloud.Config) *cloudCollector {
 	t.Helper()
-	c, err := NewCloudCollector(cfg, log.NewNopLogger())
+	r, err := cloud.NewRefresher(cfg, log.NewNopLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(c.(Stopper).Stop)
-	return c.(*cloudCollector)
+	r.Start()
+	t.Cleanup(r.Stop)
+	return NewCloudCollector(r).(*cloudCollector)
 }
 
 // cloudGather scrapes c through the framework's fan-out, as the binary does.

@@ -6,18 +6,28 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/go-kit/log"
 
+	"github.com/executor-exporter/executor_exporter/internal/cloud"
 	"github.com/executor-exporter/executor_exporter/internal/jvm"
 )
 
 var (
 	jvmSampleInterval = kingpin.Flag("jvm.sample-interval",
-		"How often JVMs are sampled in the background, so the last sample before an OOM kill is recent between scrapes. 0 samples only on scrapes.").
+		"Longest time between two background samples of a JVM, for one far from its container's limit; JVMs nearer it are sampled more often (docs/jvm.md#sampling). 0 samples only on scrapes.").
+		Default("30s").Duration()
+	jvmSampleIntervalMin = kingpin.Flag("jvm.sample-interval.min",
+		"Time between two samples of a JVM above 90 % of its container's limit, or whose growth would reach the limit soon.").
+		Default("1s").Duration()
+	jvmSampleIntervalAtRisk = kingpin.Flag("jvm.sample-interval.at-risk",
+		"Longest time between two samples of a JVM above 75 % of its container's limit, growing, starting, or after a full collection.").
+		Default("5s").Duration()
+	jvmDiscoveryInterval = kingpin.Flag("jvm.discovery-interval",
+		"How often the process table is listed for new JVMs and for JVMs that ended.").
 		Default("5s").Duration()
 	jvmRetention = kingpin.Flag("jvm.retention",
 		"How long the last sample of a JVM that is gone is kept, to attribute OOM kills reported later.").
 		Default("10m").Duration()
 	jvmMaxSampleAge = kingpin.Flag("jvm.max-sample-age",
-		"A scrape serves the last background sample when it is younger than this, instead of reading every JVM again; 0 reads on every scrape.").
+		"With --jvm.sample-interval=0, a scrape serves the last reading when it is younger than this, instead of reading every JVM again; 0 reads on every scrape.").
 		Default("5s").Duration()
 	jvmMaxProcesses = kingpin.Flag("jvm.max-processes",
 		"Most JVMs tracked at once (a cardinality guard); more are counted in executor_jvm_processes_dropped.").
@@ -34,8 +44,8 @@ var (
 )
 
 // Dependencies are what several collectors share. NewExecutorCollector
-// builds them once, on first use, hands them to the factories and stops
-// them after the collectors.
+// hands them to the factories, which build each on first use in whatever
+// order they run, and stops them after the collectors.
 type Dependencies struct {
 	logger        log.Logger
 	trackerConfig jvm.Config
@@ -44,12 +54,14 @@ type Dependencies struct {
 	trackerErr   error
 	trackerBuilt bool
 
-	exits *exitWitness // what the oom and cloud collectors see of JVMs' ends; see witness()
-
-	// pods lists this node's pods for the jvm collector; the cloud
-	// collector (built first: factories run in name order) sets it, and
-	// stops it. nil without the Kubernetes API.
+	refresher      *cloud.Refresher // the cloud collector's cache and this node's pod list; see cloudRefresher()
+	refresherErr   error
+	refresherBuilt bool
+	// pods is what Pods returned, for the status page, which must build
+	// nothing: nil until a factory asked, and when pods are not listed.
 	pods podSource
+
+	exits *exitWitness // what the oom and cloud collectors see of JVMs' ends; see witness()
 }
 
 // NewDependencies returns dependencies that build the JVM tracker from cfg
@@ -63,9 +75,10 @@ func NewDependencies(logger log.Logger, trackerConfig jvm.Config) *Dependencies 
 func JVMTrackerConfigFromFlags() jvm.Config {
 	paths := FlagPaths()
 	return jvm.Config{
-		ProcFS:       paths.ProcFS,
-		SysFS:        paths.SysFS,
-		Interval:     *jvmSampleInterval,
+		ProcFS: paths.ProcFS,
+		SysFS:  paths.SysFS,
+		Sampling: jvm.SamplingConfig{Slowest: *jvmSampleInterval, AtRisk: *jvmSampleIntervalAtRisk,
+			Fastest: *jvmSampleIntervalMin, Discovery: *jvmDiscoveryInterval},
 		Retention:    *jvmRetention,
 		MaxProcesses: *jvmMaxProcesses,
 		MaxAge:       *jvmMaxSampleAge,
@@ -96,9 +109,53 @@ func (d *Dependencies) JVMTracker() (*jvm.Tracker, error) {
 	return d.tracker, d.trackerErr
 }
 
+// cloudRefresher returns the one cloud refresher, started, built from the
+// --cloud.* and --kubernetes.* flags. The cloud collector serves its
+// cache, and its pod list names the JVMs of the jvm, oom and exits
+// collectors; one refresher keeps one client and one list per node.
+func (d *Dependencies) cloudRefresher() (*cloud.Refresher, error) {
+	if !d.refresherBuilt {
+		d.refresherBuilt = true
+		d.refresher, d.refresherErr = cloud.NewRefresher(cloudConfigFromFlags(), log.With(d.logger, "collector", "cloud"))
+		if d.refresherErr == nil {
+			d.refresher.Start()
+		}
+	}
+	return d.refresher, d.refresherErr
+}
+
+// Pods returns the list of this node's pods that names JVMs, or nil when
+// pods are not listed: without --kubernetes.node-name or an API server,
+// with --no-kubernetes.pod-metadata, or with --no-collector.cloud, which
+// keeps the exporter from building the refresher that lists them.
+func (d *Dependencies) Pods() (podSource, error) {
+	if d.pods != nil || !collectorOn("cloud") {
+		return d.pods, nil
+	}
+	r, err := d.cloudRefresher()
+	if err != nil {
+		return nil, err
+	}
+	if r.PodsEnabled() {
+		d.pods = r
+	}
+	return d.pods, nil
+}
+
+// collectorOn says whether --collector.<name> is set. It reads
+// collectorEnabled without factoriesMu, which NewExecutorCollector holds
+// while the factories run; only init functions write the map.
+func collectorOn(name string) bool {
+	enabled, ok := collectorEnabled[name]
+	return ok && *enabled
+}
+
 // Stop ends the background work of what was built.
 func (d *Dependencies) Stop() {
 	if d.tracker != nil {
 		d.tracker.Stop()
+	}
+	if d.refresher != nil {
+		d.refresher.Stop()
 	}
 }

@@ -25,11 +25,15 @@ func init() {
 		if err != nil {
 			return nil, err
 		}
+		pods, err := deps.Pods()
+		if err != nil {
+			return nil, err
+		}
 		return newExitsCollector(ExitsConfig{
 			Retention:     *exitsCounterFlags.retention,
 			MaxSeries:     *exitsCounterFlags.maxSeries,
 			NewSeriesHold: *exitsCounterFlags.newSeriesHold,
-			Pods:          deps.pods,
+			Pods:          pods,
 		}, t, deps.witness(), logger)
 	})
 }

@@ -39,8 +39,9 @@ func podsConfigFromFlags() cloud.PodsConfig {
 	}
 }
 
-// podSource is what the jvm collector asks about pods: the cloud
-// collector's refresher, which lists them in the background.
+// podSource is what the jvm, oom and exits collectors ask about pods: the
+// cloud refresher Dependencies.Pods returns, which lists them in the
+// background.
 type podSource interface {
 	Pods() cloud.PodsSnapshot
 	WantPod(uid, containerID string)

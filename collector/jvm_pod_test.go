@@ -346,14 +346,10 @@ func TestCloudCollectorReportsPodList(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "ca.crt"), ca, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c, err := NewCloudCollector(cloud.Config{Provider: cloud.ProviderNone, SysFS: dir, Timeout: 5 * time.Second, RefreshInterval: time.Hour,
+	c := newTestCloudCollector(t, cloud.Config{Provider: cloud.ProviderNone, SysFS: dir, Timeout: 5 * time.Second, RefreshInterval: time.Hour,
 		Kubernetes: cloud.KubernetesConfig{NodeName: "n1", APIURL: stub.URL, TokenFile: filepath.Join(dir, "token"), CAFile: filepath.Join(dir, "ca.crt"),
-			Pods: cloud.PodsConfig{Enabled: true, RefreshInterval: time.Hour, MinInterval: 10 * time.Millisecond}}}, log.NewNopLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.(Stopper).Stop()
-	r := c.(*cloudCollector).refresher
+			Pods: cloud.PodsConfig{Enabled: true, RefreshInterval: time.Hour, MinInterval: 10 * time.Millisecond}}})
+	r := c.refresher
 	listOK := func() (float64, bool) {
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(NewExecutorCollectorFrom(log.NewNopLogger(), map[string]Collector{"cloud": c}))

@@ -33,13 +33,17 @@ func init() {
 		} else {
 			source = t
 		}
+		pods, err := deps.Pods()
+		if err != nil {
+			return nil, err
+		}
 		return NewOOMCollector(OOMConfig{
 			KmsgPath:      *oomKmsgPath,
 			Retention:     *oomCounterFlags.retention,
 			MaxSeries:     *oomCounterFlags.maxSeries,
 			NewSeriesHold: *oomCounterFlags.newSeriesHold,
 			Attributed:    deps.witness().Killed,
-			Pods:          deps.pods,
+			Pods:          pods,
 		}, source, logger)
 	})
 }

@@ -9,20 +9,20 @@ import (
 // again costs the entries added since rather than all of them. HotSpot's
 // PerfData memory is append-only: an entry, once created, keeps its place,
 // name, type and length for the life of the JVM, and new ones are added
-// after it. A Plan keeps a copy of the entries it parsed and where the
-// values Stats reads lie. The next read compares the file with that copy,
-// every byte but the data a JVM rewrites and Stats either reads again by
-// offset (longs) or not at all (the entries it does not read); if they
-// match, the entries parsed before would parse the same way, so only their
-// values are read again. If anything differs (another JVM behind the pid,
-// a hostile or corrupt file) the file is parsed in full and the Plan
+// after it. A Plan keeps a hash of the entries it parsed and where the
+// values Stats reads lie. The next read hashes the same bytes of the file,
+// all but the data a JVM rewrites, which Stats either reads again by
+// offset (longs) or not at all (the entries it does not read); if the
+// hashes match, the entries parsed before would parse the same way, so only
+// their values are read again. If anything differs (another JVM behind the
+// pid, a hostile or corrupt file) the file is parsed in full and the Plan
 // learned anew. The result is the same either way.
 //
-// What a read compares is held as a 64-bit hash, seeded afresh in every
-// process, not as a copy: a copy was about 16 KiB per JVM, which with 100
-// JVMs and the garbage collector's headroom came to 3 MiB of resident
-// memory. Two different files hashing the same, undetected, is a chance
-// of one in 2^64 per read.
+// The hash is 64 bits rather than a copy of the bytes, which would be about
+// 16 KiB per JVM: 3 MiB of resident memory with 100 JVMs and the garbage
+// collector's headroom. It is seeded afresh in every process, so a file
+// cannot be made ahead of time to hash as another does; two different
+// files hashing the same by chance, undetected, is one in 2^64 per read.
 //
 // The zero Plan is ready to use. A Plan is for one file: pass the same one
 // for every read of a JVM, and not to concurrent calls. It holds the

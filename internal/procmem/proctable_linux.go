@@ -37,69 +37,24 @@ type Process struct {
 // ProcessTable is the processes of one scan: for every pid its ppid, comm,
 // RSS bytes and start time.
 //
-// NewProcessTable reads every process once, with procfs; that table is
-// immutable and safe for concurrent use. ProcessWatch.Scan lists every
-// process but reads only what changed, and the rest when asked for
-// (Process, TreeRSS); that table belongs to the scan that made it and is
-// not safe for concurrent use.
+// ProcessWatch.Scan lists every process but reads only what changed, and
+// the rest when asked for (Process, TreeRSS); its table belongs to the scan
+// that made it and is not safe for concurrent use. A table without a watch
+// is the tests' reference (NewProcessTable, in proctable_ref_linux_test.go):
+// every process read once with procfs, immutable.
 type ProcessTable struct {
-	procs    map[int]Process // every process (NewProcessTable); read in this scan (a watch's)
+	procs    map[int]Process // every process (no watch); read in this scan (a watch's)
 	children map[int][]int   // a watch's: built on first use from what the watch knows
-	// handles keeps the procfs handle of every pid so that the executable
-	// can be looked up later without another stat of /proc/<pid>.
+	// handles keeps, without a watch, the procfs handle of every pid so
+	// that the executable can be looked up later without another stat of
+	// /proc/<pid>.
 	handles map[int]procfs.Proc
 
-	w       *ProcessWatch // nil for a table of NewProcessTable
+	w       *ProcessWatch // nil for the tests' reference table
 	pids    []int         // listed in this scan, ascending
 	recheck map[int]bool  // read in this scan because new, young or due
 	gone    map[int]bool  // listed, but its stat could not be read
 	listing bool          // in the watch's Scan: reads are not a caller's
-}
-
-// NewProcessTable scans every process under fs once. Processes that exit
-// during the scan, or whose stat cannot be read or parsed, are left out: one
-// odd process must not cost the whole table. It fails only when /proc itself
-// cannot be listed or /proc/stat has no boot time.
-func NewProcessTable(fs procfs.FS) (*ProcessTable, error) {
-	all, err := fs.AllProcs()
-	if err != nil {
-		return nil, fmt.Errorf("listing processes: %w", err)
-	}
-	boot, err := bootTime(fs)
-	if err != nil {
-		return nil, err
-	}
-
-	t := &ProcessTable{
-		procs:    make(map[int]Process, len(all)),
-		children: make(map[int][]int, len(all)/4),
-		handles:  make(map[int]procfs.Proc, len(all)),
-	}
-	for _, p := range all {
-		st, err := p.Stat()
-		if err != nil {
-			// Vanished (ENOENT/ESRCH) or unreadable: skip it either way.
-			continue
-		}
-		rss := st.ResidentMemory()
-		if rss < 0 {
-			rss = 0
-		}
-		t.procs[p.PID] = Process{
-			PID:       p.PID,
-			PPID:      st.PPID,
-			Comm:      st.Comm,
-			RSS:       uint64(rss),
-			StartTime: boot.Add(time.Duration(st.Starttime) * (time.Second / userHZ)),
-
-			KernelThread: st.Flags&pfKthread != 0,
-		}
-		t.handles[p.PID] = p
-		if st.PPID != p.PID {
-			t.children[st.PPID] = append(t.children[st.PPID], p.PID)
-		}
-	}
-	return t, nil
 }
 
 // bootTimes caches the boot time per procfs mount (procfs.FS is comparable).
@@ -172,7 +127,7 @@ func (t *ProcessTable) Seen(pid int) (Process, bool) {
 // Recheck reports whether pid was read in this scan because it is new,
 // young or due for the periodic refresh: what a caller caches about a pid
 // (its root, its namespaces) is worth looking at again exactly then.
-// Every pid of NewProcessTable's table is.
+// Every pid of a table without a watch is.
 func (t *ProcessTable) Recheck(pid int) bool {
 	if t.w == nil {
 		_, ok := t.procs[pid]
