@@ -1,8 +1,10 @@
 // Package procmem measures memory from outside a process: the resident memory
 // of a process tree split by kind (JVM, Python, other), as Spark's
 // ProcfsMetricsGetter does for PySpark, and the memory cgroup that holds a
-// process (cgroup v1 and v2). It only reads files under the procfs and sysfs
-// roots it is given; it never writes to them and never runs anything.
+// process (cgroup v1 and v2). It reads files under the procfs and sysfs
+// roots it is given and never runs anything; the one write is
+// UsageNotifier's, to a cgroup file through which the kernel's API
+// registers a notification (cgroup.event_control, memory.pressure).
 //
 //	w, err := procmem.NewProcessWatch(procPath) // once, kept from scan to scan
 //	table, err := w.Scan(time.Now())             // what changed in /proc since the last scan

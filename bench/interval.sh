@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# What executor_exporter costs a user at the scrape intervals Prometheus
+# uses, against node_exporter (Debian's, default collectors) in the same
+# run: N idle JVMs (100) and 300 other processes; executor_exporter with
+# its default flags (risk-following sampling, the native-memory breakdown
+# on). Each exporter is measured as a whole, background work included:
+# CPU time per second of wall-clock time (interval.py) and resident
+# memory. Phases, every server scraped in turn:
+#
+#   back-to-back  100 scrapes in a row, CPU per scrape (scrape.py)
+#   1s            1 s scrapes for 60 s
+#   15s, 30s      scrapes every 15 s and 30 s, for WINDOW seconds each
+#   marginal      10 JVMs, each sampled every second (--jvm.sample-interval=1s),
+#                 unscraped, for 60 s, then the same without them: CPU per
+#                 JVM per second of sampling at the fastest interval
+#
+# The JVMs are past their first minute (start-up is sampled more often on
+# purpose) before the first phase. BASE=<rev> adds that revision's build
+# as a server of its own ("base"). Needs root (apt-get), OpenJDK 17, python3.
+#
+#   bench/interval.sh                     # 100 JVMs, WINDOW=300
+#   JVMS=20 WINDOW=120 BASE=HEAD~3 bench/interval.sh
+#
+# Writes bench/results/interval.jsonl; docs/performance.md shows its table.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root="$(pwd)"
+jvms="${JVMS:-100}"
+window="${WINDOW:-300}"
+out="${OUT:-$root/bench/results/interval.jsonl}"
+
+command -v prometheus-node-exporter >/dev/null || {
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus-node-exporter >/dev/null
+}
+work="$(mktemp -d)"
+pids=()
+jvm_pids=()
+cleanup() {
+  for p in "${pids[@]}" "${jvm_pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  [ -n "${BASE:-}" ] && git worktree remove --force "$work/base-tree" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+
+make -s build >/dev/null
+if [ -n "${BASE:-}" ]; then
+  git worktree add -q --detach "$work/base-tree" "$BASE"
+  (cd "$work/base-tree" && go build -o "$work/ee-base" ./cmd/executor_exporter)
+fi
+javac -d "$work/classes" $(find test/java -name '*.java')
+for ((i = 0; i < 300; i++)); do sleep 7200 & pids+=("$!"); done
+
+start_jvms() { # count first-id
+  for ((i = 0; i < $1; i++)); do
+    java -Xmx16m -Xms16m -XX:+UseSerialGC -Xss256k -XX:TieredStopAtLevel=1 -XX:CICompilerCount=1 \
+      -cp "$work/classes" org.apache.spark.executor.CoarseGrainedExecutorBackend \
+      --executor-id "$(($2 + i))" --app-id app-bench --exit-after-s 7200 >/dev/null 2>&1 &
+    jvm_pids+=("$!")
+  done
+}
+stop_jvms() {
+  for p in "${jvm_pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${jvm_pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  jvm_pids=()
+}
+
+flags=(--cloud.provider=none --log.level=warn)
+./executor_exporter --web.listen-address=127.0.0.1:19482 "${flags[@]}" 2>"$work/ee.log" &
+ee=$!; pids+=("$ee")
+servers=(executor_exporter "http://127.0.0.1:19482/metrics" "$ee")
+if [ -n "${BASE:-}" ]; then
+  "$work/ee-base" --web.listen-address=127.0.0.1:19483 "${flags[@]}" 2>"$work/base.log" &
+  base=$!; pids+=("$base")
+  servers+=(base "http://127.0.0.1:19483/metrics" "$base")
+fi
+prometheus-node-exporter --web.listen-address=127.0.0.1:19100 2>"$work/ne.log" &
+ne=$!; pids+=("$ne")
+servers+=(node_exporter "http://127.0.0.1:19100/metrics" "$ne")
+sleep 2
+
+start_jvms "$jvms" 1
+served() { curl -sf http://127.0.0.1:19482/metrics | grep -c '^executor_jvm_info' || true; }
+for _ in $(seq 600); do [ "$(served)" -ge "$jvms" ] && break; sleep 0.5; done
+sleep 75 # past every JVM's start-up
+
+counters() { # the exporter's own counts of what it read
+  curl -sf http://127.0.0.1:19482/metrics |
+    awk -F'[{}" ]+' '/^executor_jvm_reads_total / {printf "\"jvm_reads\":%s,", $2}
+      /^executor_jvm_native_memory_reads_total/ {printf "\"%s_reads\":%s,", $3, $4}'
+}
+interval() { # phase interval seconds
+  before="$(counters)"
+  python3 bench/interval.py "$3" "$2" "${servers[@]}" | sed "s/^{/{\"phase\":\"$1\",\"jvms\":$jvms,/"
+  printf '{"kind":"reads","phase":"%s","before":{%s"_":0},"after":{%s"_":0}}\n' "$1" "$before" "$(counters)"
+}
+{
+  args=()
+  for ((i = 0; i < ${#servers[@]}; i += 3)); do args+=("${servers[i + 1]}" "${servers[i + 2]}"); done
+  python3 bench/scrape.py 100 "${args[@]}" | sed "s/^{/{\"phase\":\"back-to-back\",\"jvms\":$jvms,/"
+  interval 1s 1 60
+  interval 15s 15 "$window"
+  interval 30s 30 "$window"
+
+  # The marginal cost of a JVM sampled every second.
+  for p in "${pids[@]:300}"; do kill "$p" 2>/dev/null || true; done
+  stop_jvms
+  ./executor_exporter --web.listen-address=127.0.0.1:19484 "${flags[@]}" --jvm.sample-interval=1s 2>"$work/fast.log" &
+  fast=$!; pids+=("$fast")
+  start_jvms 10 1
+  for _ in $(seq 600); do [ "$(curl -sf http://127.0.0.1:19484/metrics | grep -c '^executor_jvm_info')" -ge 10 ] && break; sleep 0.5; done
+  sleep 75
+  python3 bench/interval.py 60 60 fast-10 - "$fast" | sed 's/^{/{"phase":"marginal","jvms":10,/'
+  stop_jvms
+  sleep 10
+  python3 bench/interval.py 60 60 fast-0 - "$fast" | sed 's/^{/{"phase":"marginal","jvms":0,/'
+} | tee "$out"
