@@ -28,17 +28,17 @@ func (t *Tracker) scanBare(table *procmem.ProcessTable, withFile, read map[int]b
 		if p, ok := table.Seen(pid); !ok || p.Comm != javaComm || p.KernelThread || withFile[pid] || read[pid] {
 			continue
 		}
+		if j, ok := kept[pid]; ok {
+			read[pid] = true
+			view.JVMs = append(view.JVMs, j)
+			continue
+		}
 		p, ok := table.Process(pid)
 		if !ok || p.Comm != javaComm {
 			continue
 		}
 		if len(read) >= t.cfg.MaxProcesses {
 			view.Dropped++
-			continue
-		}
-		if j, ok := kept[pid]; ok {
-			read[pid] = true
-			view.JVMs = append(view.JVMs, j)
 			continue
 		}
 		fresh++

@@ -73,7 +73,7 @@ func (t *Tracker) cgroupMemory(p procmem.Process, seen map[string]procmem.Cgroup
 // JVM in view.
 func (t *Tracker) forgetCgroupFiles(table *procmem.ProcessTable, kept map[int]JVM) {
 	for pid, e := range t.cgFiles {
-		if p, ok := table.Process(pid); !ok || !p.StartTime.Equal(e.start) {
+		if p, ok := table.Seen(pid); !ok || !p.StartTime.Equal(e.start) {
 			delete(t.cgFiles, pid)
 		}
 	}

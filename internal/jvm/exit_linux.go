@@ -44,6 +44,11 @@ type life struct {
 	lastAlive time.Time
 	counters  string // CountersHsperf, or why there are none
 	fd        int    // the hsperfdata file held open; -1 without one
+	// pidfd refers to the process itself (-1 without one: a kernel before
+	// 5.3): it becomes readable when the process has ended, which a scan
+	// asks of every JVM it does not read, in one poll, instead of reading
+	// their stat files.
+	pidfd int
 	fileNote  string // why the file cannot tell the end, when it cannot
 	// unlinkedSince is when a scan first found the JVM alive and its file
 	// already unlinked. An orderly exit unlinks the file moments before
@@ -70,6 +75,54 @@ func (l *life) close() {
 		_ = unix.Close(l.fd)
 		l.fd = -1
 	}
+	if l.pidfd >= 0 {
+		_ = unix.Close(l.pidfd)
+		l.pidfd = -1
+	}
+}
+
+// openPIDFD returns a pidfd for the process pid, or -1. It is opened
+// right after the process was read, so the pid is still that process's:
+// a pid is reused only once the pid space wrapped around.
+func openPIDFD(pid int) int {
+	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
+	if err != nil {
+		return -1
+	}
+	return fd
+}
+
+// ended polls the pidfds of lives in one system call and returns the pids
+// whose process has ended (a zombie or reaped).
+func ended(lives map[int]*life) map[int]bool {
+	fds := make([]unix.PollFd, 0, len(lives))
+	pids := make([]int, 0, len(lives))
+	for pid, l := range lives {
+		if l.pidfd >= 0 {
+			fds = append(fds, unix.PollFd{Fd: int32(l.pidfd), Events: unix.POLLIN})
+			pids = append(pids, pid)
+		}
+	}
+	out := map[int]bool{}
+	if len(fds) == 0 {
+		return out
+	}
+	for {
+		_, err := unix.Poll(fds, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil // the stat files decide
+		}
+		break
+	}
+	for i, f := range fds {
+		if f.Revents != 0 {
+			out[pids[i]] = true
+		}
+	}
+	return out
 }
 
 // OnExits sets the function the tracker calls after every scan with the
@@ -112,7 +165,7 @@ func (t *Tracker) observe(c *Candidate, p procmem.Process, euid uint32, j *JVM, 
 		l = nil
 	}
 	if l == nil {
-		l = &life{start: p.StartTime, counters: j.Counters, fd: -1, euid: euid}
+		l = &life{start: p.StartTime, counters: j.Counters, fd: -1, pidfd: openPIDFD(p.PID), euid: euid}
 		t.lives[p.PID] = l
 		if e := t.found.pids[p.PID]; e != nil {
 			l.root = e.root
@@ -158,8 +211,13 @@ func (l *life) checkUnlinked(now time.Time) {
 // still running (a read error, the cap) is not gone. Runs under refreshMu.
 func (t *Tracker) findExits(table *procmem.ProcessTable, now time.Time) []Exit {
 	var gone []Exit
+	done := ended(t.lives)
 	for pid, l := range t.lives {
 		if l.lastAlive.Equal(now) {
+			continue
+		}
+		if done != nil && l.pidfd >= 0 && !done[pid] {
+			l.checkUnlinked(now) // alive, not read this scan: its file may be what went
 			continue
 		}
 		if p, ok := table.Process(pid); ok && p.StartTime.Equal(l.start) && (p.RSS > 0 || !t.dead(pid)) {

@@ -452,13 +452,16 @@ func (t *Tracker) scan(all bool) (View, error) {
 		(*f)(now, gone)
 	}
 
+	// What the table knows without reading: a JVM not read in this scan
+	// costs no read here, and a pid gone is forgotten by the next listing
+	// of every process at the latest.
 	for pid := range t.identities {
-		if _, ok := table.Process(pid); !ok {
+		if _, ok := table.Seen(pid); !ok {
 			delete(t.identities, pid)
 		}
 	}
 	for pid := range t.ticks {
-		if _, ok := table.Process(pid); !ok {
+		if _, ok := table.Seen(pid); !ok {
 			delete(t.ticks, pid)
 		}
 	}
