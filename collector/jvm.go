@@ -81,8 +81,8 @@ type builtKey struct {
 
 // NewJVMCollector reports what the tracker reads of every JVM: HotSpot's
 // own counters from hsperfdata, the process tree's resident memory, and
-// the memory cgroup around it. Each scrape asks the tracker for a fresh
-// reading.
+// the memory cgroup around it. A scrape serves what the tracker last read
+// (jvm.Tracker.Current).
 func NewJVMCollector(tracker *jvm.Tracker, logger log.Logger) Collector {
 	return &jvmCollector{
 		tracker:       tracker,

@@ -12,14 +12,14 @@ import (
 	"github.com/executor-exporter/executor_exporter/internal/jvm"
 )
 
-// The per-JVM series (35 of them for each JVM) are built once per tracker
-// view, not once per scrape: a view is read every --jvm.sample-interval and
-// served to every scrape until the next one. They are built straight into
-// client_model's form with label pairs kept from build to build (a JVM's
-// identity labels for its whole life, pool and collector names for
-// good), and served to the HTTP handler as they are (ExecutorCollector's
-// Gatherer), without the registry's per-series checks, sorting and copies:
-// with 100 JVMs those cost more than the rest of the scrape.
+// The per-JVM series (up to 50 for each JVM) are built once per tracker
+// view, not once per scrape: every scrape until the next view serves them.
+// They are built straight into client_model's form with label pairs kept
+// from build to build (a JVM's identity labels for its whole life, pool
+// and collector names for good), and served to the exporter's handler as
+// they are (ExecutorCollector's TextHandler and Gatherer), without the
+// registry's per-series checks, sorting and copies: with 100 JVMs those
+// cost more than the rest of the scrape (BenchmarkSeries).
 
 // descMeta is what the builder needs of a Desc that client_golang keeps
 // private.
