@@ -69,6 +69,7 @@ type jvmCollector struct {
 	buildMu sync.Mutex
 	builtOf builtKey
 	built   *seriesSet
+	perJVM  map[int]*jvmBuilt // the last build's, by pid
 	pairs   labelPairs
 	served  atomic.Pointer[seriesSet] // what the last update built
 }
@@ -179,12 +180,28 @@ func (c *jvmCollector) series(view jvm.View) *seriesSet {
 	}
 	c.pairs.start()
 	b := newSeriesBuilder(&c.pairs, c.built)
+	perJVM := make(map[int]*jvmBuilt, len(view.JVMs))
 	for i := range view.JVMs {
 		j := &view.JVMs[i]
+		of := jvmBuildKey{start: j.ProcessStart, read: j.Time, pods: pods.Index}
+		if j.Native != nil {
+			of.native = j.Native.Checked
+		}
+		last := c.perJVM[j.PID]
+		if last != nil && last.of == of && !of.start.IsZero() {
+			b.reuse(last)
+			perJVM[j.PID] = last
+			continue
+		}
+		b.jvm = &jvmBuilt{of: of, id: j.Identity}
+		if last != nil {
+			b.jvm.series = make([]builtSeries, 0, len(last.series))
+		}
 		c.updateJVM(b, j, resolvePod(j, pods, c.pods, c.podLabels))
+		perJVM[j.PID], b.jvm = b.jvm, nil
 	}
 	c.pairs.prune()
-	c.built, c.builtOf = b.done(), key
+	c.built, c.builtOf, c.perJVM = b.done(), key, perJVM
 	return c.built
 }
 

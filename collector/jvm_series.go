@@ -5,10 +5,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/executor-exporter/executor_exporter/internal/cloud"
 	"github.com/executor-exporter/executor_exporter/internal/jvm"
 )
 
@@ -144,6 +146,44 @@ type seriesBuilder struct {
 	set      *seriesSet
 	identity []*dto.LabelPair // of the JVM being built
 	slab     []series         // allocated 64 at a time
+	// jvm records the series of the JVM being built, for the next build
+	// to reuse while its reading is the same; nil when not recording.
+	jvm *jvmBuilt
+}
+
+// jvmBuilt is one JVM's series in a build: the next build appends them
+// as they are while the JVM's reading is the same (a JVM far from its
+// limit is read every 30 s, a scrape comes every 15).
+type jvmBuilt struct {
+	of     jvmBuildKey
+	id     jvm.Identity
+	info   infoKey
+	series []builtSeries
+}
+
+// jvmBuildKey is what a JVM's series depend on: the reading, its
+// breakdown by region, and the pod list.
+type jvmBuildKey struct {
+	start, read, native time.Time
+	pods                *cloud.PodIndex
+}
+
+type builtSeries struct {
+	desc       *prometheus.Desc
+	name, help string
+	typ        dto.MetricType
+	m          *dto.Metric
+}
+
+// reuse appends a JVM's series of the last build.
+func (b *seriesBuilder) reuse(j *jvmBuilt) {
+	b.pairs.used[j.id] = true
+	if j.info.desc != nil {
+		b.pairs.infoUsed[j.info] = true
+	}
+	for _, s := range j.series {
+		b.append(s.desc, s.name, s.help, s.typ, s.m)
+	}
 }
 
 // newSeriesBuilder starts a set sized like prev (the last build), so that
@@ -220,6 +260,9 @@ func (b *seriesBuilder) info(d *prometheus.Desc, values []string) {
 	}
 	k := infoKey{desc: d, values: string(key)}
 	b.pairs.infoUsed[k] = true
+	if b.jvm != nil {
+		b.jvm.info = k
+	}
 	if m, ok := b.pairs.infos[k]; ok {
 		b.append(d, b.descName(d), jvmInfoHelp, dto.MetricType_GAUGE, m)
 		return
@@ -259,6 +302,9 @@ func (b *seriesBuilder) append(d *prometheus.Desc, name, help string, typ dto.Me
 	f.Metric = append(f.Metric, m)
 	b.set.metrics = append(b.set.metrics, m)
 	b.set.descs = append(b.set.descs, d)
+	if b.jvm != nil {
+		b.jvm.series = append(b.jvm.series, builtSeries{desc: d, name: name, help: help, typ: typ, m: m})
+	}
 }
 
 func (b *seriesBuilder) done() *seriesSet {

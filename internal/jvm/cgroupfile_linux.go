@@ -19,25 +19,36 @@ type cgroupFile struct {
 	key   string
 }
 
+// cgroupFiles keeps the JVMs' /proc/<pid>/cgroup contents.
+type cgroupFiles struct {
+	procPath string
+	buf      []byte
+	byPID    map[int]*cgroupFile
+}
+
+func newCgroupFiles(procPath string) cgroupFiles {
+	return cgroupFiles{procPath: procPath, byPID: map[int]*cgroupFile{}}
+}
+
 // cgroupKey returns the contents of p's /proc/<pid>/cgroup. They are read
 // again while the process is young, when a launcher execs java or moves
 // itself into a container's cgroup, and every procmem.RefreshEvery after,
 // the same policy the process watch follows for the stat file; a later
 // move is seen that late.
-func (t *Tracker) cgroupKey(p procmem.Process, now time.Time) (string, error) {
-	e := t.cgFiles[p.PID]
+func (f *cgroupFiles) key(p procmem.Process, now time.Time) (string, error) {
+	e := f.byPID[p.PID]
 	if e != nil && e.start.Equal(p.StartTime) && now.Sub(p.StartTime) >= procmem.YoungFor && now.Sub(e.at) < procmem.RefreshEvery {
 		return e.key, nil
 	}
-	b, err := readInto(filepath.Join(t.cfg.ProcFS, strconv.Itoa(p.PID), "cgroup"), t.cgBuf, 64<<10)
+	b, err := readInto(filepath.Join(f.procPath, strconv.Itoa(p.PID), "cgroup"), f.buf, 64<<10)
 	if err != nil {
-		delete(t.cgFiles, p.PID)
+		delete(f.byPID, p.PID)
 		return "", err
 	}
-	t.cgBuf = b
+	f.buf = b
 	if e == nil {
 		e = &cgroupFile{}
-		t.cgFiles[p.PID] = e
+		f.byPID[p.PID] = e
 	}
 	if e.key != string(b) {
 		e.key = string(b)
@@ -50,18 +61,18 @@ func (t *Tracker) cgroupKey(p procmem.Process, now time.Time) (string, error) {
 // of one Spark worker or YARN node manager often share theirs. Equal
 // /proc/<pid>/cgroup contents, read in the exporter's cgroup namespace,
 // name the same cgroups.
-func (t *Tracker) cgroupMemory(p procmem.Process, seen map[string]procmem.CgroupMemory, now time.Time) (procmem.CgroupMemory, error) {
-	key, err := t.cgroupKey(p, now)
+func (r *reader) cgroupMemory(p procmem.Process, seen map[string]procmem.CgroupMemory, now time.Time) (procmem.CgroupMemory, error) {
+	key, err := r.cgFiles.key(p, now)
 	if err != nil {
 		return procmem.CgroupMemory{}, fmt.Errorf("pid %d: reading cgroup: %w", p.PID, err)
 	}
 	if cg, ok := seen[key]; ok {
 		return cg, nil
 	}
-	if t.cgroups == nil {
-		t.cgroups = procmem.NewCgroupReader(t.cfg.ProcFS, t.cfg.SysFS)
+	if r.cgroups == nil {
+		r.cgroups = procmem.NewCgroupReader(r.procPath, r.sysfsPath)
 	}
-	cg, err := t.cgroups.Read(p.PID, key)
+	cg, err := r.cgroups.Read(p.PID, key)
 	if err == nil {
 		seen[key] = cg
 	}
@@ -71,13 +82,13 @@ func (t *Tracker) cgroupMemory(p procmem.Process, seen map[string]procmem.Cgroup
 // forgetCgroupFiles drops the entries of processes that are gone or whose
 // pid another process now has, and closes the cgroup directories of no
 // JVM in view.
-func (t *Tracker) forgetCgroupFiles(table *procmem.ProcessTable, kept map[int]JVM) {
-	for pid, e := range t.cgFiles {
+func (r *reader) forgetCgroupFiles(table *procmem.ProcessTable, kept map[int]JVM) {
+	for pid, e := range r.cgFiles.byPID {
 		if p, ok := table.Seen(pid); !ok || !p.StartTime.Equal(e.start) {
-			delete(t.cgFiles, pid)
+			delete(r.cgFiles.byPID, pid)
 		}
 	}
-	if t.cgroups != nil {
+	if r.cgroups != nil {
 		var inUse func(string) bool
 		if len(kept) > 0 {
 			dirs := make(map[string]bool, len(kept))
@@ -86,6 +97,6 @@ func (t *Tracker) forgetCgroupFiles(table *procmem.ProcessTable, kept map[int]JV
 			}
 			inUse = func(dir string) bool { return dirs[dir] }
 		}
-		t.cgroups.EndScan(inUse)
+		r.cgroups.EndScan(inUse)
 	}
 }

@@ -22,7 +22,7 @@ type cgroupRead func(t *Tracker, p procmem.Process, seen map[string]procmem.Cgro
 // readCgroupMemoryEachTime is the one-shot read: /proc/<pid>/cgroup read
 // again and the cgroup directory found from sysfs, nothing kept.
 func readCgroupMemoryEachTime(t *Tracker, p procmem.Process, seen map[string]procmem.CgroupMemory, now time.Time) (procmem.CgroupMemory, error) {
-	key, err := t.cgroupKey(p, now)
+	key, err := t.read.cgFiles.key(p, now)
 	if err == nil {
 		if cg, ok := seen[key]; ok {
 			return cg, nil
@@ -52,7 +52,9 @@ func BenchmarkCgroupMemory(b *testing.B) {
 		read cgroupRead
 	}{
 		{"read-cgroup-memory", readCgroupMemoryEachTime},
-		{"kept-dirs", (*Tracker).cgroupMemory},
+		{"kept-dirs", func(t *Tracker, p procmem.Process, seen map[string]procmem.CgroupMemory, now time.Time) (procmem.CgroupMemory, error) {
+			return t.read.cgroupMemory(p, seen, now)
+		}},
 	} {
 		b.Run(v.name, func(b *testing.B) {
 			tracker, err := NewTracker(Config{ProcFS: "/proc", SysFS: "/sys", Retention: time.Minute, MaxProcesses: 1000}, log.NewNopLogger())
@@ -62,8 +64,8 @@ func BenchmarkCgroupMemory(b *testing.B) {
 			defer tracker.Stop()
 			seen := map[string]procmem.CgroupMemory{}
 			endScan := func() {
-				if tracker.cgroups != nil {
-					tracker.cgroups.EndScan(nil)
+				if tracker.read.cgroups != nil {
+					tracker.read.cgroups.EndScan(nil)
 				}
 			}
 			for _, p := range procs { // the first scan, which opens what is kept

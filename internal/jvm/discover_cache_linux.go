@@ -31,6 +31,7 @@ type discovery struct {
 	// inspected counts processes whose root was looked at, relisted the
 	// roots listed in full; for tests.
 	inspected, relisted int
+	ids                 identityCache
 }
 
 // discovered is what discovery knows of one pid.
@@ -41,7 +42,8 @@ type discovered struct {
 }
 
 func newDiscovery(procPath string) *discovery {
-	return &discovery{procPath: procPath, roots: map[rootKey]*rootKey{}, pids: map[int]*discovered{}, listings: map[*rootKey]*listing{}}
+	return &discovery{procPath: procPath, roots: map[rootKey]*rootKey{}, pids: map[int]*discovered{}, listings: map[*rootKey]*listing{},
+		ids: newIdentityCache(procPath)}
 }
 
 // find returns the candidates among the processes of table, as
@@ -101,6 +103,19 @@ func (d *discovery) find(table *procmem.ProcessTable) ([]Candidate, error) {
 		}
 	}
 	return candidatesIn(sets, d.list, d.nspid), nil
+}
+
+// identity is who the process p is: its owner, command line and
+// environment, read once per process and program.
+func (d *discovery) identity(p procmem.Process) (identityEntry, error) { return d.ids.get(p) }
+
+// root is the JVM pid's view of /tmp, nil when unknown: JVMs with the same
+// root and user share a hsperfdata directory.
+func (d *discovery) root(pid int) *rootKey {
+	if e := d.pids[pid]; e != nil {
+		return e.root
+	}
+	return nil
 }
 
 func (d *discovery) intern(key rootKey) *rootKey {

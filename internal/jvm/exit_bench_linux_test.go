@@ -48,11 +48,11 @@ func BenchmarkExitsWork(b *testing.B) {
 		for k := range view.JVMs {
 			j := &view.JVMs[k]
 			p, _ := table.Process(j.PID)
-			tr.observe(nil, p, 0, j, gcMark{}, now)
+			tr.ends.observe(nil, p, 0, nil, j, gcMark{}, now)
 		}
 		var v View
 		tr.scanBare(table, withFile, read, nil, map[string]procmem.CgroupMemory{}, &v, now)
-		if gone := tr.findExits(table, now); len(gone) != 0 {
+		if gone := tr.ends.find(table, tr.found, now); len(gone) != 0 {
 			b.Fatalf("%d JVMs gone", len(gone))
 		}
 	}

@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/executor-exporter/executor_exporter/internal/exits"
-	"github.com/executor-exporter/executor_exporter/internal/hsperf"
 	"github.com/executor-exporter/executor_exporter/internal/procmem"
 )
 
@@ -48,8 +46,8 @@ type life struct {
 	// 5.3): it becomes readable when the process has ended, which a scan
 	// asks of every JVM it does not read, in one poll, instead of reading
 	// their stat files.
-	pidfd int
-	fileNote  string // why the file cannot tell the end, when it cannot
+	pidfd    int
+	fileNote string // why the file cannot tell the end, when it cannot
 	// unlinkedSince is when a scan first found the JVM alive and its file
 	// already unlinked. An orderly exit unlinks the file moments before
 	// the process goes, so a scan may land in between; a JVM that runs on
@@ -130,34 +128,41 @@ func ended(lives map[int]*life) map[int]bool {
 // scan's heartbeat). It runs on the scanning goroutine with the scan's lock
 // held: it must be quick and must not call back into the tracker.
 func (t *Tracker) OnExits(f func(now time.Time, gone []Exit)) {
-	t.onExits.Store(&f)
+	t.ends.hook.Store(&f)
 }
 
-type exitHook = atomic.Pointer[func(time.Time, []Exit)]
+// ends follows every JVM read from its first reading until a scan finds
+// it gone, and says what can still be said of how it ended. Used under the
+// tracker's scan lock, but for hook.
+type ends struct {
+	procPath string
+	lives    map[int]*life // JVMs read and not yet found gone
+	hook     atomic.Pointer[func(time.Time, []Exit)]
+}
 
-// closeLives releases the files held; the tracker is stopping. A scan
-// after it starts a new watch.
-func (t *Tracker) closeLives() {
-	t.refreshMu.Lock()
-	defer t.refreshMu.Unlock()
-	if t.procs != nil {
-		_ = t.procs.Close()
-		t.procs = nil
-	}
-	if t.cgroups != nil {
-		_ = t.cgroups.Close()
-		t.cgroups = nil
-	}
-	for pid, l := range t.lives {
+func newEnds(procPath string) *ends { return &ends{procPath: procPath, lives: map[int]*life{}} }
+
+// close releases the files held.
+func (e *ends) close() {
+	for pid, l := range e.lives {
 		l.close()
-		delete(t.lives, pid)
+		delete(e.lives, pid)
 	}
+}
+
+// held returns the hsperfdata file held open for the JVM pid that started
+// at start, or -1.
+func (e *ends) held(pid int, start time.Time) int {
+	if l := e.lives[pid]; l != nil && l.start.Equal(start) {
+		return l.fd
+	}
+	return -1
 }
 
 // observe records a JVM read in this scan. c is nil for a JVM without
-// hsperfdata. Runs under refreshMu.
-func (t *Tracker) observe(c *Candidate, p procmem.Process, euid uint32, j *JVM, mark gcMark, now time.Time) {
-	l := t.lives[p.PID]
+// hsperfdata; root is the JVM's view of /tmp, nil when unknown.
+func (e *ends) observe(c *Candidate, p procmem.Process, euid uint32, root *rootKey, j *JVM, mark gcMark, now time.Time) {
+	l := e.lives[p.PID]
 	if l != nil && !l.start.Equal(p.StartTime) {
 		// The pid's previous JVM ended between two scans and another took
 		// its pid: that one's end is found by findExits before this runs.
@@ -165,13 +170,10 @@ func (t *Tracker) observe(c *Candidate, p procmem.Process, euid uint32, j *JVM, 
 		l = nil
 	}
 	if l == nil {
-		l = &life{start: p.StartTime, counters: j.Counters, fd: -1, pidfd: openPIDFD(p.PID), euid: euid}
-		t.lives[p.PID] = l
-		if e := t.found.pids[p.PID]; e != nil {
-			l.root = e.root
-		}
+		l = &life{start: p.StartTime, counters: j.Counters, fd: -1, pidfd: openPIDFD(p.PID), euid: euid, root: root}
+		e.lives[p.PID] = l
 		if c != nil {
-			if fd, err := openHsperf(t.cfg.ProcFS, *c, euid); err == nil {
+			if fd, err := openHsperf(e.procPath, *c, euid); err == nil {
 				l.fd = fd
 			} else {
 				l.fileNote = "the hsperfdata file could not be held open: " + err.Error()
@@ -206,13 +208,14 @@ func (l *life) checkUnlinked(now time.Time) {
 	}
 }
 
-// findExits returns the JVMs that are gone: their pid is not in the table,
+// find returns the JVMs that are gone: their pid is not in the table,
 // is another process now, or is a zombie. A JVM not read this scan but
-// still running (a read error, the cap) is not gone. Runs under refreshMu.
-func (t *Tracker) findExits(table *procmem.ProcessTable, now time.Time) []Exit {
+// still running (not due, a read error, the cap) is not gone. found says
+// which JVMs share a dead one's /tmp.
+func (e *ends) find(table *procmem.ProcessTable, found *discovery, now time.Time) []Exit {
 	var gone []Exit
-	done := ended(t.lives)
-	for pid, l := range t.lives {
+	done := ended(e.lives)
+	for pid, l := range e.lives {
 		if l.lastAlive.Equal(now) {
 			continue
 		}
@@ -220,21 +223,21 @@ func (t *Tracker) findExits(table *procmem.ProcessTable, now time.Time) []Exit {
 			l.checkUnlinked(now) // alive, not read this scan: its file may be what went
 			continue
 		}
-		if p, ok := table.Process(pid); ok && p.StartTime.Equal(l.start) && (p.RSS > 0 || !t.dead(pid)) {
+		if p, ok := table.Process(pid); ok && p.StartTime.Equal(l.start) && (p.RSS > 0 || !e.dead(pid)) {
 			// Alive but not read this scan: its file may be what went.
 			l.checkUnlinked(now)
 			continue
 		}
-		d := t.death(pid, l, now)
+		d := death(pid, l, now)
 		if d.File == exits.FileDeleted {
-			if other, ok := t.cleaner(table, pid, l); ok {
+			if other, ok := cleaner(table, found, pid, l); ok {
 				d.File = exits.FileUnknown
 				d.FileNote = fmt.Sprintf("deleted, but JVM %d of the same user started in the same /tmp since, and a JVM deletes the files of dead JVMs when it starts", other)
 			}
 		}
 		gone = append(gone, Exit{Last: l.last, Death: d})
 		l.close()
-		delete(t.lives, pid)
+		delete(e.lives, pid)
 	}
 	return gone
 }
@@ -250,7 +253,7 @@ const cleanerSlack = 5 * time.Second
 // starts, deletes the files in its hsperfdata directory whose process is
 // gone, so the file's absence no longer says the JVM exited on its own.
 // Such a JVM that has already exited again is not seen.
-func (t *Tracker) cleaner(table *procmem.ProcessTable, dead int, l *life) (int, bool) {
+func cleaner(table *procmem.ProcessTable, found *discovery, dead int, l *life) (int, bool) {
 	if l.root == nil {
 		return 0, false
 	}
@@ -260,10 +263,10 @@ func (t *Tracker) cleaner(table *procmem.ProcessTable, dead int, l *life) (int, 
 		if !ok || pid == dead || p.Comm != javaComm || p.StartTime.Before(since) {
 			continue
 		}
-		if e := t.found.pids[pid]; e == nil || e.root != l.root {
+		if found.root(pid) != l.root {
 			continue
 		}
-		if id, err := t.identity(p); err == nil && id.euid == l.euid {
+		if id, err := found.identity(p); err == nil && id.euid == l.euid {
 			return pid, true
 		}
 	}
@@ -272,8 +275,8 @@ func (t *Tracker) cleaner(table *procmem.ProcessTable, dead int, l *life) (int, 
 
 // dead reports whether a process whose memory is gone has ended (a zombie
 // its parent has not reaped yet), rather than still exiting.
-func (t *Tracker) dead(pid int) bool {
-	b, err := readCapped(filepath.Join(t.cfg.ProcFS, strconv.Itoa(pid), "stat"), 4096)
+func (e *ends) dead(pid int) bool {
+	b, err := readCapped(filepath.Join(e.procPath, strconv.Itoa(pid), "stat"), 4096)
 	if err != nil {
 		return true
 	}
@@ -292,7 +295,7 @@ func procState(stat []byte) (byte, bool) {
 }
 
 // death puts together what is known of a JVM's end.
-func (t *Tracker) death(pid int, l *life, now time.Time) exits.Death {
+func death(pid int, l *life, now time.Time) exits.Death {
 	d := exits.Death{PID: pid, Start: l.start, LastAlive: l.lastAlive, Noticed: now, FileNote: l.fileNote}
 	d.Heap = exits.Heap{Known: l.last.HeapMax > 0, Source: "last sample", Used: l.last.HeapUsed, Max: l.last.HeapMax}
 	if l.fd < 0 {
@@ -313,103 +316,6 @@ func (t *Tracker) death(pid int, l *life, now time.Time) exits.Death {
 		d.Heap = final
 	}
 	return d
-}
-
-// finalHeap reads the counters a dead JVM left in its file, from its
-// start whatever was read before.
-func finalHeap(fd int, size int64, marks [2]gcMark) (exits.Heap, error) {
-	if size > MaxHsperfBytes {
-		return exits.Heap{}, ErrTooLarge
-	}
-	b := make([]byte, size)
-	n, err := unix.Pread(fd, b, 0)
-	if err != nil {
-		return exits.Heap{}, err
-	}
-	snap, err := hsperf.Parse(b[:n])
-	if err != nil {
-		return exits.Heap{}, err
-	}
-	stats, err := snap.Stats()
-	if err != nil {
-		return exits.Heap{}, err
-	}
-	return heapAtEnd(snap, stats, marks), nil
-}
-
-// heapAtEnd interprets a JVM's last counters: its heap, when its last full
-// collection ended relative to its clock's last tick, and the share of
-// time spent collecting since the newest mark at least exits.MinGCWindow
-// before the end.
-func heapAtEnd(snap *hsperf.Snapshot, stats hsperf.Stats, marks [2]gcMark) exits.Heap {
-	h := exits.Heap{Known: stats.HeapMax > 0, Source: "final counters", Used: stats.HeapUsed, Max: stats.HeapMax}
-	for _, p := range stats.Pools {
-		if p.Area == hsperf.AreaHeap && isOldPool(p.Name) {
-			h.OldUsed, h.OldMax = p.Used, p.Max
-		}
-	}
-	longs := map[string]int64{}
-	names := map[string]string{}
-	for _, e := range snap.Entries {
-		switch {
-		case e.Type == hsperf.TypeLong:
-			longs[e.Name] = e.Long
-		case strings.HasSuffix(e.Name, ".name"):
-			names[e.Name] = e.String
-		}
-	}
-	freq, ticks := longs["sun.os.hrt.frequency"], longs["sun.os.hrt.ticks"]
-	if freq <= 0 || ticks <= 0 {
-		return h
-	}
-	seconds := func(t int64) time.Duration { return time.Duration(float64(t) / float64(freq) * float64(time.Second)) }
-	for i := 0; ; i++ {
-		prefix := "sun.gc.collector." + strconv.Itoa(i) + "."
-		name, ok := names[prefix+"name"]
-		if !ok {
-			break
-		}
-		exit := longs[prefix+"lastExitTime"]
-		if !isFullCollector(name) || longs[prefix+"invocations"] == 0 || exit <= 0 || exit > ticks {
-			continue
-		}
-		if ago := seconds(ticks - exit); !h.HasFullGC || ago < h.FullGCAgo {
-			h.HasFullGC, h.FullGCAgo = true, ago
-		}
-	}
-	var gc float64
-	for _, g := range stats.GCs {
-		gc += g.Seconds
-	}
-	// The newest mark, or the one before when the newest is too recent.
-	for _, m := range marks {
-		if m.ticks <= 0 || m.ticks >= ticks {
-			continue
-		}
-		window := seconds(ticks - m.ticks)
-		h.GCWindow, h.GCShare = window, (gc-m.gcSeconds)/window.Seconds()
-		if window >= exits.MinGCWindow {
-			break
-		}
-	}
-	return h
-}
-
-// isFullCollector tells the collectors that collect the whole heap, by
-// their hsperfdata names: "… full collection pauses" and "Shenandoah full"
-// (JDK 17 and later), the old-generation collectors before that.
-func isFullCollector(name string) bool {
-	switch name {
-	case "MarkSweepCompact", "PSMarkSweep", "PSParallelCompact", "G1 stop-the-world full collections":
-		return true
-	}
-	return strings.Contains(strings.ToLower(name), "full")
-}
-
-// isOldPool tells the old generation's pool by its name: G1 Old Gen, PS
-// Old Gen, Tenured Gen, CMS Old Gen, ZGC Old Generation.
-func isOldPool(name string) bool {
-	return strings.Contains(name, "Old Gen") || strings.Contains(name, "Tenured")
 }
 
 // openHsperf opens the candidate's hsperfdata file the way ReadHsperf does,

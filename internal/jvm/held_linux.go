@@ -2,23 +2,20 @@ package jvm
 
 import (
 	"golang.org/x/sys/unix"
-
-	"github.com/executor-exporter/executor_exporter/internal/procmem"
 )
 
-// readHeld reads a JVM's hsperfdata through the file the tracker holds
-// open since it first read the JVM (life.fd, exit_linux.go): one fstat and
-// one pread instead of walking to the file again beneath the process's
-// root. It returns nil — read by path, as the first time — when there is
-// no such file, the process is another one, or the file is no longer
-// linked (then the path decides what the JVM publishes, as before).
-func (t *Tracker) readHeld(c Candidate, p procmem.Process, buf []byte) []byte {
-	l := t.lives[c.PID]
-	if l == nil || l.fd < 0 || !l.start.Equal(p.StartTime) {
+// readHeld reads a JVM's hsperfdata through the file held open since it
+// was first read (ends.held, exit_linux.go): one fstat and one pread
+// instead of walking to the file again beneath the process's root. It
+// returns nil — read by path, as the first time — when there is no such
+// file (fd -1) or the file is no longer linked (then the path decides what
+// the JVM publishes).
+func readHeld(fd int, buf []byte) []byte {
+	if fd < 0 {
 		return nil
 	}
 	var st unix.Stat_t
-	if err := unix.Fstat(l.fd, &st); err != nil || st.Nlink == 0 || st.Size > MaxHsperfBytes {
+	if err := unix.Fstat(fd, &st); err != nil || st.Nlink == 0 || st.Size > MaxHsperfBytes {
 		return nil
 	}
 	hint := int(st.Size) + 1
@@ -33,7 +30,7 @@ func (t *Tracker) readHeld(c Candidate, p procmem.Process, buf []byte) []byte {
 			}
 			buf = append(buf, 0)[:len(buf)]
 		}
-		n, err := unix.Pread(l.fd, buf[len(buf):cap(buf)], int64(len(buf)))
+		n, err := unix.Pread(fd, buf[len(buf):cap(buf)], int64(len(buf)))
 		if err == unix.EINTR {
 			continue
 		}

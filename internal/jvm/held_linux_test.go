@@ -43,7 +43,7 @@ func TestReadHeld(t *testing.T) {
 			c = cand
 		}
 	}
-	data := tracker.readHeld(c, proc, nil)
+	data := readHeld(tracker.ends.held(c.PID, proc.StartTime), nil)
 	if data == nil {
 		t.Fatal("no read through the held file")
 	}
@@ -53,7 +53,7 @@ func TestReadHeld(t *testing.T) {
 	if err := os.Remove(filepath.Join("/proc", strconv.Itoa(j.PID), "root", "tmp", c.Dir, strconv.Itoa(c.NSPID))); err != nil {
 		t.Fatal(err)
 	}
-	if data := tracker.readHeld(c, proc, nil); data != nil {
+	if data := readHeld(tracker.ends.held(c.PID, proc.StartTime), nil); data != nil {
 		t.Error("read through a held file that is no longer linked")
 	}
 }

@@ -30,7 +30,7 @@ func TestIdentityCachedPerProcessAndProgram(t *testing.T) {
 	proc := procmem.Process{PID: 42, Comm: "sh", StartTime: start}
 
 	write("1000", "sh -c launch")
-	first, err := tracker.identity(proc)
+	first, err := tracker.found.identity(proc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,13 +40,13 @@ func TestIdentityCachedPerProcessAndProgram(t *testing.T) {
 
 	// The files change under the same process and program: cached.
 	write("2000", "java org.apache.spark.executor.CoarseGrainedExecutorBackend --executor-id 7 --app-id app-1")
-	if got, _ := tracker.identity(proc); got.euid != 1000 || got.cmd.Role != RoleJVM {
+	if got, _ := tracker.found.identity(proc); got.euid != 1000 || got.cmd.Role != RoleJVM {
 		t.Errorf("same pid, start and comm: euid %d role %q, want the cached 1000 %q", got.euid, got.cmd.Role, RoleJVM)
 	}
 
 	// The shell exec'd java: same pid and start time, new comm.
 	proc.Comm = "java"
-	got, err := tracker.identity(proc)
+	got, err := tracker.found.identity(proc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,13 +57,13 @@ func TestIdentityCachedPerProcessAndProgram(t *testing.T) {
 	// The pid was reused by another process: new start time.
 	write("3000", "java Other")
 	proc.StartTime = start.Add(time.Hour)
-	if got, _ := tracker.identity(proc); got.euid != 3000 || got.cmd.Role != RoleJVM {
+	if got, _ := tracker.found.identity(proc); got.euid != 3000 || got.cmd.Role != RoleJVM {
 		t.Errorf("reused pid: euid %d role %q, want 3000 %q", got.euid, got.cmd.Role, RoleJVM)
 	}
 
 	// Without a readable status there is no identity: an error, not a guess.
 	proc.PID = 43
-	if _, err := tracker.identity(proc); err == nil {
+	if _, err := tracker.found.identity(proc); err == nil {
 		t.Error("pid without a status: no error")
 	}
 }

@@ -52,8 +52,8 @@ func (t *Tracker) planNext(view View, now time.Time) {
 		if j.CgroupLimit == 0 {
 			dir = ""
 		}
-		at := now.Add(t.cfg.Sampling.interval(p, j, t.usage.Load().notifies(dir)))
-		t.sched.plan(j.PID, j.ProcessStart, at, dir)
+		d := t.cfg.Sampling.interval(p, j, t.usage.Load().notifies(dir))
+		t.sched.plan(j.PID, j.ProcessStart, now.Add(d), dir, d < t.cfg.Sampling.Discovery)
 	}
 	t.sched.keep(func(pid int) bool { return in[pid] })
 }

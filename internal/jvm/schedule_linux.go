@@ -146,6 +146,10 @@ type plannedRead struct {
 	start time.Time // the process's start: a reused pid is due at once
 	at    time.Time
 	dir   string // its memory cgroup's directory, for wake
+	// soon: due sooner than the next discovery scan would come. The
+	// others wait for that scan, so that one scan reads many JVMs: a
+	// scan's listing and discovery cost more than one JVM's read.
+	soon bool
 }
 
 func newSchedule() *schedule { return &schedule{next: map[int]plannedRead{}} }
@@ -156,8 +160,8 @@ func (s *schedule) due(pid int, start, now time.Time) bool {
 	return !ok || !p.start.Equal(start) || !now.Before(p.at)
 }
 
-func (s *schedule) plan(pid int, start, at time.Time, dir string) {
-	s.next[pid] = plannedRead{start: start, at: at, dir: dir}
+func (s *schedule) plan(pid int, start, at time.Time, dir string, soon bool) {
+	s.next[pid] = plannedRead{start: start, at: at, dir: dir, soon: soon}
 }
 
 // wake makes every JVM in the cgroup at dir due now, and reports whether
@@ -166,7 +170,7 @@ func (s *schedule) wake(dir string) bool {
 	woke := false
 	for pid, p := range s.next {
 		if p.dir == dir {
-			p.at = time.Time{}
+			p.at, p.soon = time.Time{}, true
 			s.next[pid] = p
 			woke = true
 		}
@@ -174,16 +178,15 @@ func (s *schedule) wake(dir string) bool {
 	return woke
 }
 
-// earliest is when the first JVM is due; the zero Time when none is
-// planned.
-func (s *schedule) earliest() time.Time {
-	var first time.Time
+// earliest is when the first JVM due sooner than the next discovery scan
+// is due; ok is false when none is.
+func (s *schedule) earliest() (first time.Time, ok bool) {
 	for _, p := range s.next {
-		if first.IsZero() || p.at.Before(first) {
-			first = p.at
+		if p.soon && (!ok || p.at.Before(first)) {
+			first, ok = p.at, true
 		}
 	}
-	return first
+	return first, ok
 }
 
 // keep forgets the JVMs for which alive is false.

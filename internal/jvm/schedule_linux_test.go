@@ -111,19 +111,23 @@ func TestScheduleDueAndWake(t *testing.T) {
 	if !s.due(1, start, t0) {
 		t.Error("a JVM never read is not due")
 	}
-	s.plan(1, start, t0.Add(30*time.Second), "fs/cgroup/memory/pod-a")
-	s.plan(2, start, t0.Add(10*time.Second), "fs/cgroup/memory/pod-b")
+	s.plan(1, start, t0.Add(30*time.Second), "fs/cgroup/memory/pod-a", false)
+	s.plan(2, start, t0.Add(10*time.Second), "fs/cgroup/memory/pod-b", true)
+	s.plan(3, start, t0.Add(5*time.Second), "fs/cgroup/memory/pod-c", false)
 	if s.due(1, start, t0.Add(29*time.Second)) || !s.due(1, start, t0.Add(30*time.Second)) {
 		t.Error("due before or not at its time")
 	}
 	if !s.due(1, start.Add(time.Minute), t0) {
 		t.Error("a reused pid is not due at once")
 	}
-	if got := s.earliest(); !got.Equal(t0.Add(10 * time.Second)) {
-		t.Errorf("earliest = %v", got)
+	if got, ok := s.earliest(); !ok || !got.Equal(t0.Add(10 * time.Second)) {
+		t.Errorf("earliest = %v, want the JVM due sooner than discovery", got)
 	}
 	if !s.wake("fs/cgroup/memory/pod-a") || !s.due(1, start, t0) || s.due(2, start, t0) {
 		t.Error("wake did not make exactly the JVM in that cgroup due")
+	}
+	if got, ok := s.earliest(); !ok || !got.IsZero() {
+		t.Errorf("earliest after wake = %v, want at once", got)
 	}
 	if s.wake("fs/cgroup/memory/other") {
 		t.Error("woke a cgroup no JVM is in")

@@ -52,7 +52,7 @@ func TestTrackerTimerMoves(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustRefresh(t, tr)
-	first, ok := tr.ticks[j.PID]
+	first, ok := tr.read.ticks[j.PID]
 	if !ok || first.ticks <= 0 {
 		t.Fatalf("no timer read for JVM %d: %+v", j.PID, first)
 	}
@@ -60,7 +60,7 @@ func TestTrackerTimerMoves(t *testing.T) {
 	if _, ok := findJVM(mustRefresh(t, tr), j.PID); !ok {
 		t.Fatalf("JVM %d missing on the second scan", j.PID)
 	}
-	if second := tr.ticks[j.PID]; second.ticks <= first.ticks {
+	if second := tr.read.ticks[j.PID]; second.ticks <= first.ticks {
 		t.Errorf("timer of a live JVM did not move in 300ms: %d then %d", first.ticks, second.ticks)
 	}
 }

@@ -3,7 +3,6 @@ package jvm
 import (
 	"errors"
 	"fmt"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -87,50 +86,34 @@ type View struct {
 	Time    time.Time
 }
 
-type identityEntry struct {
-	start time.Time
-	comm  string
-	euid  uint32 // the owner its hsperfdata file must have
-	cmd   Command
-	pod   string
-	// noCounters is why the JVM's options keep it from publishing
-	// hsperfdata; "" when they let it.
-	noCounters string
-}
-
 // Tracker finds and reads the JVMs on the machine, on demand and in the
 // background, and remembers the last sample of each for a while after it
 // is gone. It is safe for concurrent use.
 type Tracker struct {
 	cfg    Config
-	fs     procfs.FS
 	logger log.Logger
 
-	refreshMu  sync.Mutex // serialises scans; concurrent callers share one
-	view       View
-	lastDone   time.Time
-	identities map[int]identityEntry
-	loggedAt   map[string]time.Time
-	buf        []byte // hsperfdata read buffer, reused across JVMs and scans
-	cgBuf      []byte // the same for /proc/<pid>/cgroup
-	cgFiles    map[int]*cgroupFile
-	cgroups    *procmem.CgroupReader // made by the first read; keeps cgroup directories open
-	ticks      map[int]tickMark
-	lives      map[int]*life // JVMs read and not yet found gone
-	onExits    exitHook
-	// procs and found follow the machine's processes from scan to scan,
-	// so that a scan reads the JVMs and their trees, not every process.
+	refreshMu sync.Mutex // serialises scans; concurrent callers share one
+	view      View
+	lastDone  time.Time
+	loggedAt  map[string]time.Time
+	// A scan lists the processes (procs, which follows them from scan to
+	// scan so that a scan reads the JVMs and their trees, not every
+	// process), finds the JVMs among them (found), reads those that are
+	// due (read, when sched says), and notices the ones that ended (ends).
 	procs *procmem.ProcessWatch // made by the first scan
 	found *discovery
+	read  *reader
+	ends  *ends
+	sched *schedule
+	// usage tells the kernel's word that a container crossed
+	// RiskThresholds (sampling_linux.go), and wakes the loop through wake.
+	usage atomic.Pointer[usageWatch]
+	wake  chan struct{}
 	// native breaks JVMs' memory down by region in a loop of its own;
 	// nil when turned off.
 	native     *nativeReader
 	nativeDone chan struct{}
-	// sched says when each JVM is read next; usage tells the kernel's
-	// word that a container crossed RiskThresholds (usage_linux.go).
-	sched *schedule
-	usage atomic.Pointer[usageWatch]
-	wake  chan struct{}
 
 	mu      sync.RWMutex // guards samples, errors and last, read without waiting for a scan
 	samples map[int]Sample
@@ -146,8 +129,7 @@ type Tracker struct {
 
 // NewTracker returns a tracker; Start begins background sampling.
 func NewTracker(cfg Config, logger log.Logger) (*Tracker, error) {
-	fs, err := procfs.NewFS(cfg.ProcFS)
-	if err != nil {
+	if _, err := procfs.NewFS(cfg.ProcFS); err != nil {
 		return nil, fmt.Errorf("open procfs: %w", err)
 	}
 	if cfg.MaxProcesses <= 0 {
@@ -156,21 +138,18 @@ func NewTracker(cfg Config, logger log.Logger) (*Tracker, error) {
 	cfg.Sampling = cfg.Sampling.normalized()
 	t := &Tracker{
 		cfg:        cfg,
-		fs:         fs,
 		logger:     logger,
-		identities: map[int]identityEntry{},
-		ticks:      map[int]tickMark{},
-		cgFiles:    map[int]*cgroupFile{},
-		lives:      map[int]*life{},
 		found:      newDiscovery(cfg.ProcFS),
+		read:       newReader(cfg.ProcFS, cfg.SysFS),
+		ends:       newEnds(cfg.ProcFS),
+		sched:      newSchedule(),
+		wake:       make(chan struct{}, 1),
 		loggedAt:   map[string]time.Time{},
 		samples:    map[int]Sample{},
 		errors:     map[string]uint64{},
 		stop:       make(chan struct{}),
 		done:       make(chan struct{}),
 		nativeDone: make(chan struct{}),
-		sched:      newSchedule(),
-		wake:       make(chan struct{}, 1),
 	}
 	if cfg.Native.MaxAge > 0 {
 		t.native = newNativeReader(cfg.Native, cfg.ProcFS, t.nativeFailed)
@@ -205,7 +184,7 @@ func (t *Tracker) Stop() {
 	<-t.done
 	<-t.nativeDone
 	t.usage.Load().close()
-	t.closeLives()
+	t.close()
 }
 
 // Done is closed once background sampling has ended (after Stop, or at
@@ -261,7 +240,7 @@ func (t *Tracker) sampleInBackground() time.Time {
 	t.view, t.lastDone = view, time.Now()
 	t.remember(view)
 	t.usage.Load().sync(view)
-	if due := t.sched.earliest(); !due.IsZero() && due.Before(next) {
+	if due, ok := t.sched.earliest(); ok && due.Before(next) {
 		next = due
 	}
 	return next
@@ -373,103 +352,33 @@ func (t *Tracker) Reads() uint64 {
 	return t.reads
 }
 
-// scan lists the processes, finds the JVMs and their ends, and reads the
-// JVMs that are due (all of them when all is set); the others keep their
-// last reading. It runs under refreshMu.
-func (t *Tracker) scan(all bool) (View, error) {
-	now := time.Now()
-	if t.procs == nil {
-		w, err := procmem.NewProcessWatch(t.cfg.ProcFS)
-		if err != nil {
-			return View{}, err
-		}
-		t.procs = w
+// close releases what the scans keep open; the tracker is stopping. A
+// scan after it starts afresh.
+func (t *Tracker) close() {
+	t.refreshMu.Lock()
+	defer t.refreshMu.Unlock()
+	if t.procs != nil {
+		_ = t.procs.Close()
+		t.procs = nil
 	}
-	table, err := t.procs.Scan(now)
-	if err != nil {
-		return View{}, err
-	}
-	candidates, err := t.found.find(table)
-	if err != nil {
-		return View{}, err
-	}
+	t.read.close()
+	t.ends.close()
+}
 
-	// JVMs already tracked keep their place when the cap bites, so series
-	// do not flap between JVMs from one scrape to the next.
-	t.mu.RLock()
-	sort.SliceStable(candidates, func(i, j int) bool {
-		_, ti := t.samples[candidates[i].PID]
-		_, tj := t.samples[candidates[j].PID]
-		return ti && !tj
-	})
-	t.mu.RUnlock()
+func (t *Tracker) logFailure(c Candidate, reason string, err error, now time.Time) {
+	lvl := level.Warn
+	if reason == ReasonStale {
+		lvl = level.Debug
+	}
+	t.logOnce(fmt.Sprintf("%d/%s", c.PID, reason), now, lvl,
+		"msg", "skipping JVM", "pid", c.PID, "nspid", c.NSPID, "dir", c.Dir, "reason", reason, "err", err)
+}
 
-	view := View{Time: now}
-	kept := t.keptReadings(table, all, now)
-	fresh := 0
-	read := map[int]bool{}
-	withFile := map[int]bool{} // candidates, but for files of a dead JVM's
-	cgroups := map[string]procmem.CgroupMemory{}
-	for _, c := range candidates {
-		if read[c.PID] {
-			continue // a second hsperfdata_<user> directory for the same pid
-		}
-		if len(read) >= t.cfg.MaxProcesses {
-			view.Dropped++
-			read[c.PID] = true
-			continue
-		}
-		if j, ok := kept[c.PID]; ok {
-			read[c.PID], withFile[c.PID] = true, true
-			view.JVMs = append(view.JVMs, j)
-			continue
-		}
-		fresh++
-		j, reason, err := t.readJVM(c, table, cgroups, now)
-		withFile[c.PID] = withFile[c.PID] || reason != ReasonStale
-		if err != nil {
-			if reason != "" {
-				t.countError(reason)
-				t.logFailure(c, reason, err, now)
-			}
-			continue
-		}
-		read[c.PID] = true
-		view.JVMs = append(view.JVMs, j)
+// logOnce logs at most once per logEvery for a key.
+func (t *Tracker) logOnce(key string, now time.Time, lvl func(log.Logger) log.Logger, keyvals ...interface{}) {
+	if at, ok := t.loggedAt[key]; ok && now.Sub(at) < logEvery {
+		return
 	}
-	fresh += t.scanBare(table, withFile, read, kept, cgroups, &view, now)
-	t.planNext(view, now)
-	t.mu.Lock()
-	t.reads += uint64(fresh)
-	t.mu.Unlock()
-	if view.Dropped > 0 {
-		t.logOnce("cap", now, level.Warn, "msg", "more JVMs than --jvm.max-processes; some are not tracked",
-			"max", t.cfg.MaxProcesses, "dropped", view.Dropped)
-	}
-	sort.Slice(view.JVMs, func(i, j int) bool { return view.JVMs[i].PID < view.JVMs[j].PID })
-	gone := t.findExits(table, now)
-	if f := t.onExits.Load(); f != nil {
-		(*f)(now, gone)
-	}
-
-	// What the table knows without reading: a JVM not read in this scan
-	// costs no read here, and a pid gone is forgotten by the next listing
-	// of every process at the latest.
-	for pid := range t.identities {
-		if _, ok := table.Seen(pid); !ok {
-			delete(t.identities, pid)
-		}
-	}
-	for pid := range t.ticks {
-		if _, ok := table.Seen(pid); !ok {
-			delete(t.ticks, pid)
-		}
-	}
-	t.forgetCgroupFiles(table, kept)
-	for k, at := range t.loggedAt {
-		if now.Sub(at) > logEvery {
-			delete(t.loggedAt, k)
-		}
-	}
-	return view, nil
+	t.loggedAt[key] = now
+	lvl(t.logger).Log(keyvals...)
 }

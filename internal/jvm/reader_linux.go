@@ -3,42 +3,43 @@ package jvm
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
-	"strconv"
 	"time"
-
-	"github.com/go-kit/log"
-	"github.com/go-kit/log/level"
 
 	"github.com/executor-exporter/executor_exporter/internal/hsperf"
 	"github.com/executor-exporter/executor_exporter/internal/procmem"
 )
 
-// readJVM reads one candidate. A failure returns the reason to count, or
-// an empty reason when the process simply exited or is not a JVM we own.
-func (t *Tracker) readJVM(c Candidate, table *procmem.ProcessTable, cgroups map[string]procmem.CgroupMemory, now time.Time) (JVM, string, error) {
-	proc, ok := table.Process(c.PID)
-	if !ok {
-		return JVM{}, "", errors.New("gone")
-	}
-	if proc.RSS == 0 {
-		// Exiting (a zombie, or its memory already torn down after a
-		// kill): a sample now would replace the last real one, which is
-		// what OOM attribution needs.
-		return JVM{}, "", errors.New("exiting")
-	}
-	id, err := t.identity(proc)
-	if err != nil {
-		return JVM{}, classify(err), err
-	}
-	data := t.readHeld(c, proc, t.buf)
+// reader reads one JVM at a time: its hsperfdata, its process tree's
+// resident memory and its memory cgroup, keeping from read to read what
+// makes the next one cheaper (the read buffer, each JVM's hsperf.Plan and
+// last strings, the cgroup files and directories). Used under the
+// tracker's scan lock.
+type reader struct {
+	procPath, sysfsPath string
+	buf                 []byte // hsperfdata read buffer, reused across JVMs and scans
+	ticks               map[int]tickMark
+	cgFiles             cgroupFiles
+	cgroups             *procmem.CgroupReader // made by the first read; keeps cgroup directories open
+}
+
+func newReader(procPath, sysfsPath string) *reader {
+	return &reader{procPath: procPath, sysfsPath: sysfsPath, ticks: map[int]tickMark{}, cgFiles: newCgroupFiles(procPath)}
+}
+
+// read reads the candidate c, the process proc, whose identity is id,
+// through held (its hsperfdata file held open, or -1). A failure returns
+// the reason to count, or an empty reason when the process simply exited
+// or is not a JVM we own. The cgroup is read apart (cgroup).
+func (r *reader) read(c Candidate, proc procmem.Process, id identityEntry, held int, table *procmem.ProcessTable, now time.Time) (JVM, gcMark, string, error) {
+	data := readHeld(held, r.buf)
 	if data == nil {
-		if data, err = ReadHsperf(t.cfg.ProcFS, c, id.euid, t.buf); err != nil {
-			return JVM{}, classify(err), err
+		var err error
+		if data, err = ReadHsperf(r.procPath, c, id.euid, r.buf); err != nil {
+			return JVM{}, gcMark{}, classify(err), err
 		}
 	}
-	t.buf = data // reused by the next read; ParseStats copies what it keeps
-	prev, had := t.ticks[c.PID]
+	r.buf = data // reused by the next read; ParseStats copies what it keeps
+	prev, had := r.ticks[c.PID]
 	had = had && prev.start.Equal(proc.StartTime)
 	// The last read's strings (command line, flags, collector names) are
 	// reused when unchanged; Stats are never modified once read.
@@ -50,15 +51,15 @@ func (t *Tracker) readJVM(c Candidate, table *procmem.ProcessTable, cgroups map[
 	}
 	stats, ticks, err := hsperf.ParseStats(data, &prev.stats, plan)
 	if err != nil {
-		return JVM{}, parseFailure(err, proc.StartTime, now), err
+		return JVM{}, gcMark{}, parseFailure(err, proc.StartTime, now), err
 	}
 	mark := tickMark{start: proc.StartTime, ticks: ticks, at: now, stats: stats, plan: plan}
 	if had && ticks == prev.ticks {
 		mark.at = prev.at // since when it stands still
 	}
-	t.ticks[c.PID] = mark
+	r.ticks[c.PID] = mark
 	if isStale(stats.StartTime, proc.StartTime, prev, had, ticks, now) {
-		return JVM{}, ReasonStale, fmt.Errorf("hsperfdata of a JVM created at %v (timer %d, before %d), the process started at %v",
+		return JVM{}, gcMark{}, ReasonStale, fmt.Errorf("hsperfdata of a JVM created at %v (timer %d, before %d), the process started at %v",
 			stats.StartTime, ticks, prev.ticks, proc.StartTime)
 	}
 
@@ -88,27 +89,65 @@ func (t *Tracker) readJVM(c Candidate, table *procmem.ProcessTable, cgroups map[
 		Stats:        stats,
 		Counters:     CountersHsperf,
 	}
-	if t.native != nil {
-		j.Native = t.native.get(c.PID, proc.StartTime)
-	}
-	t.readCgroup(&j, c, proc, cgroups, now)
-	t.observe(&c, proc, id.euid, &j, gcMark{ticks: ticks, gcSeconds: gcSeconds(stats)}, now)
-	return j, "", nil
+	return j, gcMark{ticks: ticks, gcSeconds: gcSeconds(stats)}, "", nil
 }
 
-// readCgroup fills in the memory cgroup holding the JVM.
-func (t *Tracker) readCgroup(j *JVM, c Candidate, p procmem.Process, cgroups map[string]procmem.CgroupMemory, now time.Time) {
-	cg, err := t.cgroupMemory(p, cgroups, now)
-	if err != nil {
-		// Only the container series are lost; the JVM is still reported.
-		if !isGone(err) {
-			t.countError(ReasonCgroup)
-			t.logFailure(c, ReasonCgroup, err, now)
+// bare reads a JVM without hsperfdata: what needs no counters, the
+// process tree's resident memory (the cgroup is read apart).
+func (r *reader) bare(p procmem.Process, id identityEntry, table *procmem.ProcessTable, now time.Time) (JVM, string, error) {
+	counters := id.noCounters
+	if counters == "" {
+		if now.Sub(p.StartTime) < startupGrace {
+			// Its file is on its way: HotSpot creates it early in start-up.
+			return JVM{}, "", errors.New("starting")
 		}
-		return
+		counters = CountersNoFile
+	}
+	rss := table.TreeRSS(p.PID)
+	return JVM{
+		Sample: Sample{
+			Identity: Identity{PID: p.PID, Role: id.cmd.Role, AppID: id.cmd.AppID, ExecutorID: id.cmd.ExecutorID},
+			Time:     now,
+			RSSJVM:   rss.JVM, RSSPython: rss.Python, RSSOther: rss.Other,
+		},
+		MainClass:    id.cmd.MainClass,
+		Xmx:          id.cmd.Xmx,
+		Pod:          id.pod,
+		ProcessStart: p.StartTime,
+		Counters:     counters,
+	}, "", nil
+}
+
+// cgroup fills in the memory cgroup holding the JVM. An error costs only
+// the container series; the JVM is still reported.
+func (r *reader) cgroup(j *JVM, p procmem.Process, cgroups map[string]procmem.CgroupMemory, now time.Time) error {
+	cg, err := r.cgroupMemory(p, cgroups, now)
+	if err != nil {
+		return err
 	}
 	j.Cgroup, j.HasCgroup = cg, true
 	j.CgroupPath, j.CgroupLimit, j.CgroupUsage = cg.Path, cg.Limit, cg.Usage
+	return nil
+}
+
+// forget drops what is kept of the processes the table no longer knows,
+// and closes the cgroup directories of no JVM in view (kept: the JVMs not
+// read in this scan).
+func (r *reader) forget(table *procmem.ProcessTable, kept map[int]JVM) {
+	for pid := range r.ticks {
+		if _, ok := table.Seen(pid); !ok {
+			delete(r.ticks, pid)
+		}
+	}
+	r.forgetCgroupFiles(table, kept)
+}
+
+// close closes the cgroup directories kept open.
+func (r *reader) close() {
+	if r.cgroups != nil {
+		_ = r.cgroups.Close()
+		r.cgroups = nil
+	}
 }
 
 func gcSeconds(s hsperf.Stats) float64 {
@@ -154,42 +193,6 @@ func isStale(created, procStart time.Time, prev tickMark, had bool, ticks int64,
 	return !moving && (created.IsZero() || created.Before(procStart.Add(-startSlack)))
 }
 
-// identity reads what does not change while a process runs one program —
-// its effective uid, command line and environment — once per process and
-// program (pid, start time, command name: an exec keeps the first two):
-// /proc/<pid>/status alone costs more to produce than the hsperfdata file
-// it guards.
-func (t *Tracker) identity(p procmem.Process) (identityEntry, error) {
-	pid := p.PID
-	if e, ok := t.identities[pid]; ok && e.start.Equal(p.StartTime) && e.comm == p.Comm {
-		return e, nil
-	}
-	proc, err := t.fs.Proc(pid)
-	if err != nil {
-		return identityEntry{}, err
-	}
-	status, err := proc.NewStatus()
-	if err != nil {
-		return identityEntry{}, err
-	}
-	dir := filepath.Join(t.cfg.ProcFS, strconv.Itoa(pid))
-	e := identityEntry{start: p.StartTime, comm: p.Comm, euid: uint32(status.UIDs[1]), cmd: Command{Role: RoleJVM}}
-	if b, err := readTruncated(filepath.Join(dir, "cmdline"), maxCmdlineBytes); err == nil {
-		e.cmd = ParseCmdline(b)
-	}
-	// environ is readable only with ptrace access; without it the command
-	// line alone decides.
-	var env Environment
-	if b, err := readTruncated(filepath.Join(dir, "environ"), maxEnvironBytes); err == nil {
-		env = ParseEnviron(b)
-		e.cmd = e.cmd.Merge(env)
-		e.pod = env.PodName
-	}
-	e.noCounters = NoCounters(e.cmd, env)
-	t.identities[pid] = e
-	return e, nil
-}
-
 // startupGrace is how long a JVM may take to publish its counters: HotSpot
 // creates the file empty, zeroed, then with accessible=0, and fills it in
 // while the VM initialises.
@@ -218,22 +221,4 @@ func classify(err error) string {
 	default:
 		return ReasonRead
 	}
-}
-
-func (t *Tracker) logFailure(c Candidate, reason string, err error, now time.Time) {
-	lvl := level.Warn
-	if reason == ReasonStale {
-		lvl = level.Debug
-	}
-	t.logOnce(fmt.Sprintf("%d/%s", c.PID, reason), now, lvl,
-		"msg", "skipping JVM", "pid", c.PID, "nspid", c.NSPID, "dir", c.Dir, "reason", reason, "err", err)
-}
-
-// logOnce logs at most once per logEvery for a key.
-func (t *Tracker) logOnce(key string, now time.Time, lvl func(log.Logger) log.Logger, keyvals ...interface{}) {
-	if at, ok := t.loggedAt[key]; ok && now.Sub(at) < logEvery {
-		return
-	}
-	t.loggedAt[key] = now
-	lvl(t.logger).Log(keyvals...)
 }

@@ -1,0 +1,109 @@
+package jvm
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/executor-exporter/executor_exporter/internal/exits"
+	"github.com/executor-exporter/executor_exporter/internal/hsperf"
+)
+
+// finalHeap reads the counters a dead JVM left in its file, from its
+// start whatever was read before.
+func finalHeap(fd int, size int64, marks [2]gcMark) (exits.Heap, error) {
+	if size > MaxHsperfBytes {
+		return exits.Heap{}, ErrTooLarge
+	}
+	b := make([]byte, size)
+	n, err := unix.Pread(fd, b, 0)
+	if err != nil {
+		return exits.Heap{}, err
+	}
+	snap, err := hsperf.Parse(b[:n])
+	if err != nil {
+		return exits.Heap{}, err
+	}
+	stats, err := snap.Stats()
+	if err != nil {
+		return exits.Heap{}, err
+	}
+	return heapAtEnd(snap, stats, marks), nil
+}
+
+// heapAtEnd interprets a JVM's last counters: its heap, when its last full
+// collection ended relative to its clock's last tick, and the share of
+// time spent collecting since the newest mark at least exits.MinGCWindow
+// before the end.
+func heapAtEnd(snap *hsperf.Snapshot, stats hsperf.Stats, marks [2]gcMark) exits.Heap {
+	h := exits.Heap{Known: stats.HeapMax > 0, Source: "final counters", Used: stats.HeapUsed, Max: stats.HeapMax}
+	for _, p := range stats.Pools {
+		if p.Area == hsperf.AreaHeap && isOldPool(p.Name) {
+			h.OldUsed, h.OldMax = p.Used, p.Max
+		}
+	}
+	longs := map[string]int64{}
+	names := map[string]string{}
+	for _, e := range snap.Entries {
+		switch {
+		case e.Type == hsperf.TypeLong:
+			longs[e.Name] = e.Long
+		case strings.HasSuffix(e.Name, ".name"):
+			names[e.Name] = e.String
+		}
+	}
+	freq, ticks := longs["sun.os.hrt.frequency"], longs["sun.os.hrt.ticks"]
+	if freq <= 0 || ticks <= 0 {
+		return h
+	}
+	seconds := func(t int64) time.Duration { return time.Duration(float64(t) / float64(freq) * float64(time.Second)) }
+	for i := 0; ; i++ {
+		prefix := "sun.gc.collector." + strconv.Itoa(i) + "."
+		name, ok := names[prefix+"name"]
+		if !ok {
+			break
+		}
+		exit := longs[prefix+"lastExitTime"]
+		if !isFullCollector(name) || longs[prefix+"invocations"] == 0 || exit <= 0 || exit > ticks {
+			continue
+		}
+		if ago := seconds(ticks - exit); !h.HasFullGC || ago < h.FullGCAgo {
+			h.HasFullGC, h.FullGCAgo = true, ago
+		}
+	}
+	var gc float64
+	for _, g := range stats.GCs {
+		gc += g.Seconds
+	}
+	// The newest mark, or the one before when the newest is too recent.
+	for _, m := range marks {
+		if m.ticks <= 0 || m.ticks >= ticks {
+			continue
+		}
+		window := seconds(ticks - m.ticks)
+		h.GCWindow, h.GCShare = window, (gc-m.gcSeconds)/window.Seconds()
+		if window >= exits.MinGCWindow {
+			break
+		}
+	}
+	return h
+}
+
+// isFullCollector tells the collectors that collect the whole heap, by
+// their hsperfdata names: "… full collection pauses" and "Shenandoah full"
+// (JDK 17 and later), the old-generation collectors before that.
+func isFullCollector(name string) bool {
+	switch name {
+	case "MarkSweepCompact", "PSMarkSweep", "PSParallelCompact", "G1 stop-the-world full collections":
+		return true
+	}
+	return strings.Contains(strings.ToLower(name), "full")
+}
+
+// isOldPool tells the old generation's pool by its name: G1 Old Gen, PS
+// Old Gen, Tenured Gen, CMS Old Gen, ZGC Old Generation.
+func isOldPool(name string) bool {
+	return strings.Contains(name, "Old Gen") || strings.Contains(name, "Tenured")
+}
