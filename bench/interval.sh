@@ -3,16 +3,21 @@
 # uses, against node_exporter (Debian's, default collectors) in the same
 # run: N idle JVMs (100) and 300 other processes; executor_exporter with
 # its default flags (risk-following sampling, the native-memory breakdown
-# on). Each exporter is measured as a whole, background work included:
+# on), and the same with the breakdown off (--jvm.native-memory.max-age=0),
+# for what the breakdown costs. Each exporter is measured as a whole,
+# background work included:
 # CPU time per second of wall-clock time (interval.py) and resident
 # memory. Phases, every server scraped in turn:
 #
 #   back-to-back  100 scrapes in a row, CPU per scrape (scrape.py)
 #   1s            1 s scrapes for 60 s
 #   15s, 30s      scrapes every 15 s and 30 s, for WINDOW seconds each
-#   marginal      10 JVMs, each sampled every second (--jvm.sample-interval=1s),
-#                 unscraped, for 60 s, then the same without them: CPU per
-#                 JVM per second of sampling at the fastest interval
+#   marginal      10 JVMs, each in a memory cgroup of its own (256 MiB, as
+#                 on Kubernetes), each sampled every second
+#                 (--jvm.sample-interval=1s), unscraped, for 60 s, then the
+#                 same without them: CPU per JVM per second of sampling at
+#                 the fastest interval; and `jstat -gc` on one of them, the
+#                 JDK's own reader of the same counters, the anchor
 #
 # The JVMs are past their first minute (start-up is sampled more often on
 # purpose) before the first phase. BASE=<rev> adds that revision's build
@@ -29,16 +34,21 @@ jvms="${JVMS:-100}"
 window="${WINDOW:-300}"
 out="${OUT:-$root/bench/results/interval.jsonl}"
 
-command -v prometheus-node-exporter >/dev/null || {
+need=()
+command -v prometheus-node-exporter >/dev/null || need+=(prometheus-node-exporter)
+[ -x /usr/bin/time ] || need+=(time)
+if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus-node-exporter >/dev/null
-}
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
 work="$(mktemp -d)"
 pids=()
 jvm_pids=()
 cleanup() {
   for p in "${pids[@]}" "${jvm_pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
+  for ((c = ${#cgroups[@]} - 1; c >= 0; c--)); do rmdir "${cgroups[c]}" 2>/dev/null || true; done
+  [ -n "$cgroup_parent" ] && rmdir "$cgroup_parent" 2>/dev/null
   [ -n "${BASE:-}" ] && git worktree remove --force "$work/base-tree" 2>/dev/null
   rm -rf "$work"
 }
@@ -60,6 +70,27 @@ start_jvms() { # count first-id
     jvm_pids+=("$!")
   done
 }
+# start_jvms_in_cgroups count: each JVM in a memory cgroup of its own.
+cgroup_parent=""
+cgroups=()
+start_jvms_in_cgroups() {
+  if [ -e /sys/fs/cgroup/memory/memory.limit_in_bytes ]; then
+    cgroup_parent=/sys/fs/cgroup/memory/ee-bench-$$ limit_file=memory.limit_in_bytes
+  else
+    cgroup_parent=/sys/fs/cgroup/ee-bench-$$ limit_file=memory.max
+  fi
+  mkdir -p "$cgroup_parent"
+  [ "$limit_file" = memory.max ] && echo +memory >"$cgroup_parent/cgroup.subtree_control"
+  for ((i = 0; i < $1; i++)); do
+    mkdir "$cgroup_parent/jvm-$i"; cgroups+=("$cgroup_parent/jvm-$i")
+    echo $((256 << 20)) >"$cgroup_parent/jvm-$i/$limit_file"
+    sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$cgroup_parent/jvm-$i" \
+      java -Xmx16m -Xms16m -XX:+UseSerialGC -Xss256k -XX:TieredStopAtLevel=1 -XX:CICompilerCount=1 \
+      -cp "$work/classes" org.apache.spark.executor.CoarseGrainedExecutorBackend \
+      --executor-id "$((i + 1))" --app-id app-bench --exit-after-s 7200 >/dev/null 2>&1 &
+    jvm_pids+=("$!")
+  done
+}
 stop_jvms() {
   for p in "${jvm_pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${jvm_pids[@]}"; do wait "$p" 2>/dev/null || true; done
@@ -70,6 +101,10 @@ flags=(--cloud.provider=none --log.level=warn)
 ./executor_exporter --web.listen-address=127.0.0.1:19482 "${flags[@]}" 2>"$work/ee.log" &
 ee=$!; pids+=("$ee")
 servers=(executor_exporter "http://127.0.0.1:19482/metrics" "$ee")
+# The same without the native-memory breakdown by region: what it costs.
+./executor_exporter --web.listen-address=127.0.0.1:19485 "${flags[@]}" --jvm.native-memory.max-age=0 2>"$work/off.log" &
+off=$!; pids+=("$off")
+servers+=(breakdown-off "http://127.0.0.1:19485/metrics" "$off")
 if [ -n "${BASE:-}" ]; then
   "$work/ee-base" --web.listen-address=127.0.0.1:19483 "${flags[@]}" 2>"$work/base.log" &
   base=$!; pids+=("$base")
@@ -106,13 +141,22 @@ interval() { # phase interval seconds
   # The marginal cost of a JVM sampled every second.
   for p in "${pids[@]:300}"; do kill "$p" 2>/dev/null || true; done
   stop_jvms
-  ./executor_exporter --web.listen-address=127.0.0.1:19484 "${flags[@]}" --jvm.sample-interval=1s 2>"$work/fast.log" &
-  fast=$!; pids+=("$fast")
-  start_jvms 10 1
+  # Started in this pipeline's subshell: its output must not hold the pipe
+  # open, and it is stopped here, not by cleanup.
+  ./executor_exporter --web.listen-address=127.0.0.1:19484 "${flags[@]}" --jvm.sample-interval=1s >/dev/null 2>"$work/fast.log" &
+  fast=$!
+  start_jvms_in_cgroups 10
   for _ in $(seq 600); do [ "$(curl -sf http://127.0.0.1:19484/metrics | grep -c '^executor_jvm_info')" -ge 10 ] && break; sleep 0.5; done
   sleep 75
   python3 bench/interval.py 60 60 fast-10 - "$fast" | sed 's/^{/{"phase":"marginal","jvms":10,/'
+  # The anchor: the JDK's own reader of the same counters, once per JVM read.
+  jstat_cpu="$( { /usr/bin/time -f '%U %S' jstat -gc "${jvm_pids[0]}" >/dev/null; } 2>&1 | tail -1)"
+  printf '{"phase":"marginal","kind":"jstat","cpu_s":%s}\n' "$(echo "$jstat_cpu" | awk '{print $1 + $2}')"
   stop_jvms
   sleep 10
   python3 bench/interval.py 60 60 fast-0 - "$fast" | sed 's/^{/{"phase":"marginal","jvms":0,/'
+  kill "$fast"
+  wait "$fast" 2>/dev/null || true
+  for ((c = ${#cgroups[@]} - 1; c >= 0; c--)); do rmdir "${cgroups[c]}" 2>/dev/null || true; done
+  rmdir "$cgroup_parent" 2>/dev/null || true
 } | tee "$out"

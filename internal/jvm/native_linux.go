@@ -299,27 +299,16 @@ func (b *boundedReader) Read(p []byte) (int, error) {
 	}
 }
 
-// nativeTick is how often the native loop asks for the last view; it
-// looks at one only when a scan made a new one (every
-// --jvm.sample-interval): what it decides from does not change between.
-const nativeTick = time.Second
-
+// nativeLoop looks at each new view the background sampling makes: what
+// it decides from does not change between.
 func (t *Tracker) nativeLoop() {
 	defer close(t.nativeDone)
-	ticker := time.NewTicker(nativeTick)
-	defer ticker.Stop()
-	var looked time.Time // the view last looked at
 	for {
 		select {
 		case <-t.stop:
 			return
-		case <-ticker.C:
-			view := t.Last()
-			if view.Time.Equal(looked) {
-				continue
-			}
-			looked = view.Time
-			t.native.update(view, time.Now(), t.cfg.Retention)
+		case <-t.viewMade:
+			t.native.update(t.Last(), time.Now(), t.cfg.Retention)
 		}
 	}
 }

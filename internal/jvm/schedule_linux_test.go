@@ -89,8 +89,8 @@ func TestIntervalHeapAndCollections(t *testing.T) {
 	}
 }
 
-// A small --jvm.sample-interval caps every interval, as it did when it was
-// the one interval.
+// A small --jvm.sample-interval caps every interval: every JVM is then
+// read at least that often.
 func TestSamplingNormalized(t *testing.T) {
 	c := SamplingConfig{Slowest: 500 * time.Millisecond, AtRisk: 5 * time.Second, Fastest: time.Second, Discovery: 5 * time.Second}.normalized()
 	if c.AtRisk != 500*time.Millisecond || c.Fastest != 500*time.Millisecond || c.Discovery != 500*time.Millisecond {

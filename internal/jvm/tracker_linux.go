@@ -110,10 +110,11 @@ type Tracker struct {
 	// RiskThresholds (sampling_linux.go), and wakes the loop through wake.
 	usage atomic.Pointer[usageWatch]
 	wake  chan struct{}
-	// native breaks JVMs' memory down by region in a loop of its own;
-	// nil when turned off.
+	// native breaks JVMs' memory down by region in a loop of its own,
+	// woken by viewMade after each background scan; nil when turned off.
 	native     *nativeReader
 	nativeDone chan struct{}
+	viewMade   chan struct{}
 
 	mu      sync.RWMutex // guards samples, errors and last, read without waiting for a scan
 	samples map[int]Sample
@@ -150,6 +151,7 @@ func NewTracker(cfg Config, logger log.Logger) (*Tracker, error) {
 		stop:       make(chan struct{}),
 		done:       make(chan struct{}),
 		nativeDone: make(chan struct{}),
+		viewMade:   make(chan struct{}, 1),
 	}
 	if cfg.Native.MaxAge > 0 {
 		t.native = newNativeReader(cfg.Native, cfg.ProcFS, t.nativeFailed)
@@ -240,6 +242,10 @@ func (t *Tracker) sampleInBackground() time.Time {
 	t.view, t.lastDone = view, time.Now()
 	t.remember(view)
 	t.usage.Load().sync(view)
+	select {
+	case t.viewMade <- struct{}{}:
+	default: // the native loop has one to look at already
+	}
 	if due, ok := t.sched.earliest(); ok && due.Before(next) {
 		next = due
 	}
