@@ -11,7 +11,7 @@
 #   bench/golden.sh                 # BASE=HEAD against the work tree
 #   BASE=9912dca bench/golden.sh    # against an older revision
 #   BASE=abc^ NEW=abc bench/golden.sh   # one commit against its parent
-#   KEEP=bench/results/golden-base.txt bench/golden.sh   # also save BASE's normalised scrape
+#   KEEP=/tmp/golden-base.txt bench/golden.sh   # also save BASE's normalised scrape
 #
 # Exits 1 and prints the diff when a series or label differs.
 set -euo pipefail

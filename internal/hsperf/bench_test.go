@@ -4,8 +4,11 @@ import "testing"
 
 // The JVM's file is 32 KiB, zeros after "used": benchmark on that, as the
 // exporter reads it.
-func benchFile(b *testing.B) []byte {
-	f := readFixture(b, "g1")
+func benchFile(b *testing.B) []byte { return benchFixture(b, "g1") }
+
+// benchFixture is a collector's fixture zero-padded to 32 KiB.
+func benchFixture(b *testing.B, name string) []byte {
+	f := readFixture(b, name)
 	return append(f, make([]byte, 32<<10-len(f))...)
 }
 
@@ -30,18 +33,25 @@ func BenchmarkStats(b *testing.B) {
 	}
 }
 
-// BenchmarkParseStats is what a scrape costs per JVM once the file is read.
+// BenchmarkParseStats is Parse followed by Stats once the file is read,
+// over each collector's file (captured from real JDK 17 JVMs): the pools,
+// collectors and entries differ from one collector to another.
 func BenchmarkParseStats(b *testing.B) {
-	file := benchFile(b)
-	b.ReportAllocs()
-	for b.Loop() {
-		s, err := Parse(file)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := s.Stats(); err != nil {
-			b.Fatal(err)
-		}
+	for _, gc := range []string{"g1", "parallel", "serial", "shenandoah", "z"} {
+		file := benchFixture(b, gc)
+		b.Run(gc, func(b *testing.B) {
+			b.SetBytes(int64(len(file)))
+			b.ReportAllocs()
+			for b.Loop() {
+				s, err := Parse(file)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := s.Stats(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
