@@ -2,6 +2,7 @@ package jvm
 
 import (
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -80,8 +81,8 @@ type usageWatch struct {
 }
 
 type watchedCgroup struct {
-	limit     uint64
-	mechanism string
+	limit, cell uint64 // what the thresholds were made from (usageThresholds)
+	mechanism   string
 }
 
 // usageNotifier is procmem.UsageNotifier, or a stand-in in tests.
@@ -119,38 +120,38 @@ func newUsageWatch(sysfs string, wake func(dir string)) *usageWatch {
 }
 
 // sync watches the containers with a limit of view's JVMs, again when a
-// limit changed, and stops watching those no JVM is in.
+// limit changed or a container's usage left the step it was in, and stops
+// watching those no JVM is in.
 func (w *usageWatch) sync(view View) {
 	if w == nil {
 		return
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	limits := map[string]uint64{}
+	type reading struct{ limit, usage uint64 }
+	containers := map[string]reading{}
 	for i := range view.JVMs {
 		j := &view.JVMs[i]
 		if j.HasCgroup && j.CgroupLimit > 0 && j.Cgroup.Dir != "" {
-			limits[j.Cgroup.Dir] = j.CgroupLimit
+			containers[j.Cgroup.Dir] = reading{j.CgroupLimit, j.CgroupUsage}
 		}
 	}
 	for dir := range w.watched {
-		if _, ok := limits[dir]; !ok {
+		if _, ok := containers[dir]; !ok {
 			if w.notifier != nil {
 				w.notifier.Unwatch(dir)
 			}
 			delete(w.watched, dir)
 		}
 	}
-	for dir, limit := range limits {
-		if c, ok := w.watched[dir]; ok && c.limit == limit {
+	for dir, r := range containers {
+		thresholds, cell := usageThresholds(r.limit, r.usage)
+		c, ok := w.watched[dir]
+		if ok && c.limit == r.limit && (c.cell == cell || c.mechanism != NotifyThreshold) {
 			continue
 		}
-		c := watchedCgroup{limit: limit, mechanism: NotifyNone}
+		c = watchedCgroup{limit: r.limit, cell: cell, mechanism: NotifyNone}
 		if w.notifier != nil {
-			thresholds := make([]uint64, len(RiskThresholds))
-			for i, share := range RiskThresholds {
-				thresholds[i] = uint64(share * float64(limit))
-			}
 			if m, err := w.notifier.Watch(dir, filepath.Join(w.sysfs, dir), thresholds); err == nil {
 				c.mechanism = m
 			}
@@ -158,6 +159,32 @@ func (w *usageWatch) sync(view View) {
 		w.watched[dir] = c
 	}
 }
+
+// usageThresholds are what the kernel is asked to report of a container
+// with this limit, last read at this usage: crossings of RiskThresholds,
+// and a move out of the step of usage it is in (a step is 5 % of the
+// limit, at least 32 MiB), so that a JVM read every 30 s while nothing
+// moves is read at once when its container grows. cell is the step's
+// lower bound: the thresholds change when it does.
+func usageThresholds(limit, usage uint64) (thresholds []uint64, cell uint64) {
+	step := max(limit/20, moveStep)
+	cell = min(usage, limit) / step * step
+	for _, share := range RiskThresholds {
+		thresholds = append(thresholds, uint64(share*float64(limit)))
+	}
+	if cell > 0 {
+		thresholds = append(thresholds, cell)
+	}
+	if cell+step < limit {
+		thresholds = append(thresholds, cell+step)
+	}
+	slices.Sort(thresholds)
+	return slices.Compact(thresholds), cell
+}
+
+// moveStep is the least move of a container's usage the kernel is asked
+// to report.
+const moveStep = 32 << 20
 
 // notifies: the kernel reports when the cgroup at dir crosses
 // RiskThresholds.

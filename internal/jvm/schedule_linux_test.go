@@ -1,6 +1,7 @@
 package jvm
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -120,7 +121,7 @@ func TestScheduleDueAndWake(t *testing.T) {
 	if !s.due(1, start.Add(time.Minute), t0) {
 		t.Error("a reused pid is not due at once")
 	}
-	if got, ok := s.earliest(); !ok || !got.Equal(t0.Add(10 * time.Second)) {
+	if got, ok := s.earliest(); !ok || !got.Equal(t0.Add(10*time.Second)) {
 		t.Errorf("earliest = %v, want the JVM due sooner than discovery", got)
 	}
 	if !s.wake("fs/cgroup/memory/pod-a") || !s.due(1, start, t0) || s.due(2, start, t0) {
@@ -135,5 +136,82 @@ func TestScheduleDueAndWake(t *testing.T) {
 	s.keep(func(pid int) bool { return pid == 2 })
 	if _, ok := s.next[1]; ok || len(s.next) != 1 {
 		t.Errorf("keep: %v", s.next)
+	}
+}
+
+func TestUsageThresholds(t *testing.T) {
+	const gibStep = (1 << 30) / 20
+	for _, tc := range []struct {
+		limit, usage uint64
+		want         []uint64
+		cell         uint64
+	}{
+		// 1 GiB: steps of a twentieth, 51.2 MiB; at 300 MiB, the sixth.
+		{1 << 30, 300 * mib, []uint64{5 * gibStep, 6 * gibStep, 3 << 28, 966367641}, 5 * gibStep},
+		// 256 MiB: steps of 32 MiB, the least; 90 % is 230.4 MiB.
+		{256 * mib, 170 * mib, []uint64{160 * mib, 192 * mib, 241591910}, 160 * mib},
+		// Above the limit (v1 counts a little over): the last step, no top.
+		{256 * mib, 300 * mib, []uint64{192 * mib, 241591910, 256 * mib}, 256 * mib},
+		// Empty: no bottom.
+		{1 << 30, 0, []uint64{gibStep, 3 << 28, 966367641}, 0},
+	} {
+		got, cell := usageThresholds(tc.limit, tc.usage)
+		if !slices.Equal(got, tc.want) || cell != tc.cell {
+			t.Errorf("usageThresholds(%d, %d) = %v, %d; want %v, %d", tc.limit, tc.usage, got, cell, tc.want, tc.cell)
+		}
+	}
+}
+
+// fakeNotifier records what the usage watch asks of the kernel.
+type fakeNotifier struct {
+	watches map[string][]uint64
+	events  chan string
+}
+
+func (f *fakeNotifier) Watch(key, dir string, thresholds []uint64) (string, error) {
+	f.watches[key] = thresholds
+	return NotifyThreshold, nil
+}
+func (f *fakeNotifier) Unwatch(key string)    { delete(f.watches, key) }
+func (f *fakeNotifier) Events() <-chan string { return f.events }
+func (f *fakeNotifier) Close() error          { close(f.events); return nil }
+
+// The usage watch asks again when a container's usage left its step or its
+// limit changed, not on every reading, and stops with the last JVM in it.
+func TestUsageWatchFollowsTheContainers(t *testing.T) {
+	fake := &fakeNotifier{watches: map[string][]uint64{}, events: make(chan string)}
+	was := newUsageNotifier
+	newUsageNotifier = func() (usageNotifier, error) { return fake, nil }
+	t.Cleanup(func() { newUsageNotifier = was })
+	woke := make(chan string, 1)
+	w := newUsageWatch("/sys", func(dir string) { woke <- dir })
+	t.Cleanup(w.close)
+
+	in := func(usage, limit uint64) View {
+		j := reading(time.Now(), usage, limit)
+		j.HasCgroup, j.Cgroup.Dir = true, "fs/cgroup/memory/pod-a"
+		return View{JVMs: []JVM{*j}}
+	}
+	w.sync(in(300*mib, 1<<30))
+	first := fake.watches["fs/cgroup/memory/pod-a"]
+	if len(first) == 0 || !w.notifies("fs/cgroup/memory/pod-a") {
+		t.Fatalf("not watched: %v", fake.watches)
+	}
+	fake.watches = map[string][]uint64{}
+	w.sync(in(305*mib, 1<<30)) // the same step
+	if len(fake.watches) != 0 {
+		t.Errorf("asked again within the same step: %v", fake.watches)
+	}
+	w.sync(in(330*mib, 1<<30)) // the next step
+	if got := fake.watches["fs/cgroup/memory/pod-a"]; slices.Equal(got, first) || len(got) == 0 {
+		t.Errorf("after a move out of the step: %v, first %v", got, first)
+	}
+	fake.events <- "fs/cgroup/memory/pod-a"
+	if got := <-woke; got != "fs/cgroup/memory/pod-a" {
+		t.Errorf("woke %q", got)
+	}
+	w.sync(View{})
+	if len(fake.watches) != 0 || w.notifies("fs/cgroup/memory/pod-a") {
+		t.Errorf("still watched without a JVM in it: %v", fake.watches)
 	}
 }
