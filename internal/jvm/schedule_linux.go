@@ -97,7 +97,10 @@ func (c SamplingConfig) interval(prev, cur *JVM, notified bool) time.Duration {
 		// tree that grows fast is what a machine-wide OOM kill picks.
 		d = min(d, c.AtRisk)
 	}
-	if cur.HeapMax > 0 && float64(cur.HeapUsed) >= nearShare*float64(cur.HeapMax) {
+	// The heap: nearly full now, or its old generation, where the live
+	// data ends up, three quarters full; the heap alerts look at its
+	// troughs, which a reading every 30 s would mostly miss.
+	if cur.HeapMax > 0 && float64(cur.HeapUsed) >= nearShare*float64(cur.HeapMax) || oldShare(&cur.Stats) >= riskShare {
 		d = min(d, c.AtRisk)
 	}
 	if prev != nil && fullCollections(&cur.Stats) > fullCollections(&prev.Stats) {
@@ -134,6 +137,20 @@ func fullCollections(s *hsperf.Stats) uint64 {
 		}
 	}
 	return n
+}
+
+// oldShare is the old generation's use of its maximum; 0 when unknown.
+func oldShare(s *hsperf.Stats) float64 {
+	var used, most uint64
+	for _, p := range s.Pools {
+		if isOldPool(p.Name) {
+			used, most = used+p.Used, most+p.Max
+		}
+	}
+	if most == 0 {
+		return 0
+	}
+	return float64(used) / float64(most)
 }
 
 // schedule holds when each JVM is next due. Not safe for concurrent use:

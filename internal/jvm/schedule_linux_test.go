@@ -74,6 +74,14 @@ func TestIntervalHeapAndCollections(t *testing.T) {
 		t.Errorf("heap 95 %% full: %v, want 5s", got)
 	}
 	cur.HeapUsed = 100 * mib
+	cur.Stats.Pools = []hsperf.Pool{{Name: "G1 Eden Space", Used: 50 * mib, Max: 1 << 30}, {Name: "G1 Old Gen", Used: 800 * mib, Max: 1 << 30}}
+	if got := cfg.interval(prev, cur, false); got != 5*time.Second {
+		t.Errorf("old generation 78 %% full: %v, want 5s", got)
+	}
+	cur.Stats.Pools[1].Used = 400 * mib
+	if got := cfg.interval(prev, cur, false); got != 30*time.Second {
+		t.Errorf("old generation 39 %% full: %v, want 30s", got)
+	}
 	prev.Stats.GCs = []hsperf.GC{{Name: "G1 young collections", Collections: 10}, {Name: "G1 stop-the-world full collections", Collections: 1}}
 	cur.Stats.GCs = []hsperf.GC{{Name: "G1 young collections", Collections: 20}, {Name: "G1 stop-the-world full collections", Collections: 1}}
 	if got := cfg.interval(prev, cur, false); got != 30*time.Second {
