@@ -38,10 +38,13 @@ const maxLabelBytes = labelvalue.MaxBytes
 // identityLabels are on every per-process series.
 var identityLabels = []string{"pid", "role", "app_id", "executor_id"}
 
-func jvmDesc(subsystem, name, help string, extra ...string) *prometheus.Desc {
+// desc makes a per-JVM Desc and keeps what the series builder needs of
+// it (name, help, where its extra label sorts), which client_golang keeps
+// private.
+func (t descTable) desc(subsystem, name, help string, extra ...string) *prometheus.Desc {
 	fq := prometheus.BuildFQName(namespace, subsystem, name)
 	d := prometheus.NewDesc(fq, help, append(append([]string{}, identityLabels...), extra...), nil)
-	registerSeriesDesc(d, fq, help, extra)
+	t[d] = newDescMeta(fq, help, extra)
 	return d
 }
 
@@ -53,6 +56,7 @@ type jvmCollector struct {
 	podLabels []string
 	infoDescs infoDescs
 
+	descs                                   descTable // the per-JVM series' Descs
 	info                                    *prometheus.Desc
 	memUsed, memCommitted, memMax           *prometheus.Desc
 	poolUsed, poolCommitted, poolMax        *prometheus.Desc
@@ -85,33 +89,35 @@ type builtKey struct {
 // the memory cgroup around it. A scrape serves what the tracker last read
 // (jvm.Tracker.Current).
 func NewJVMCollector(tracker *jvm.Tracker, logger log.Logger) Collector {
-	return &jvmCollector{
+	descs := descTable{}
+	c := &jvmCollector{
+		descs:         descs,
 		tracker:       tracker,
 		logger:        logger,
-		info:          jvmDesc("jvm", "info", jvmInfoHelp, infoLabels...),
-		memUsed:       jvmDesc("jvm", "memory_used_bytes", "Heap or non-heap memory in use.", "area"),
-		memCommitted:  jvmDesc("jvm", "memory_committed_bytes", "Heap or non-heap memory committed by the JVM.", "area"),
-		memMax:        jvmDesc("jvm", "memory_max_bytes", "Largest heap or non-heap size the JVM may grow to.", "area"),
-		poolUsed:      jvmDesc("jvm", "memory_pool_used_bytes", "Memory in use in a heap space or non-heap pool.", "pool"),
-		poolCommitted: jvmDesc("jvm", "memory_pool_committed_bytes", "Memory committed to a heap space or non-heap pool.", "pool"),
-		poolMax:       jvmDesc("jvm", "memory_pool_max_bytes", "Largest size of a heap space or non-heap pool.", "pool"),
-		gcCollections: jvmDesc("jvm", "gc_collections_total", "Collections run by a garbage collector.", "gc"),
-		gcSeconds:     jvmDesc("jvm", "gc_collection_seconds_total", "Time spent in a garbage collector's collections.", "gc"),
-		threads:       jvmDesc("jvm", "threads", "Java threads alive, all (live) or daemon.", "state"),
-		classes:       jvmDesc("jvm", "classes_loaded", "Classes currently loaded."),
-		safepoint:     jvmDesc("jvm", "safepoint_seconds_total", "Time application threads were stopped at safepoints."),
-		startTime:     jvmDesc("jvm", "start_time_seconds", "When the JVM was created, seconds since the epoch."),
-		rss: jvmDesc("process", "resident_memory_bytes",
+		info:          descs.desc("jvm", "info", jvmInfoHelp, infoLabels...),
+		memUsed:       descs.desc("jvm", "memory_used_bytes", "Heap or non-heap memory in use.", "area"),
+		memCommitted:  descs.desc("jvm", "memory_committed_bytes", "Heap or non-heap memory committed by the JVM.", "area"),
+		memMax:        descs.desc("jvm", "memory_max_bytes", "Largest heap or non-heap size the JVM may grow to.", "area"),
+		poolUsed:      descs.desc("jvm", "memory_pool_used_bytes", "Memory in use in a heap space or non-heap pool.", "pool"),
+		poolCommitted: descs.desc("jvm", "memory_pool_committed_bytes", "Memory committed to a heap space or non-heap pool.", "pool"),
+		poolMax:       descs.desc("jvm", "memory_pool_max_bytes", "Largest size of a heap space or non-heap pool.", "pool"),
+		gcCollections: descs.desc("jvm", "gc_collections_total", "Collections run by a garbage collector.", "gc"),
+		gcSeconds:     descs.desc("jvm", "gc_collection_seconds_total", "Time spent in a garbage collector's collections.", "gc"),
+		threads:       descs.desc("jvm", "threads", "Java threads alive, all (live) or daemon.", "state"),
+		classes:       descs.desc("jvm", "classes_loaded", "Classes currently loaded."),
+		safepoint:     descs.desc("jvm", "safepoint_seconds_total", "Time application threads were stopped at safepoints."),
+		startTime:     descs.desc("jvm", "start_time_seconds", "When the JVM was created, seconds since the epoch."),
+		rss: descs.desc("process", "resident_memory_bytes",
 			"Resident memory of the JVM's process tree: the JVM itself, Python children (PySpark workers), other children.", "kind"),
-		cgLimit:      jvmDesc("container", "memory_limit_bytes", "Memory limit of the cgroup holding the JVM; absent when unlimited."),
-		cgUsage:      jvmDesc("container", "memory_usage_bytes", "Memory charged to the cgroup holding the JVM."),
-		cgWorkingSet: jvmDesc("container", "memory_working_set_bytes", "Usage minus inactive file cache, what the kubelet and the OOM killer look at."),
-		cgKills:      jvmDesc("container", "oom_kills_total", "OOM kills in the cgroup holding the JVM."),
-		cgMemory: jvmDesc("container", "memory_bytes",
+		cgLimit:      descs.desc("container", "memory_limit_bytes", "Memory limit of the cgroup holding the JVM; absent when unlimited."),
+		cgUsage:      descs.desc("container", "memory_usage_bytes", "Memory charged to the cgroup holding the JVM."),
+		cgWorkingSet: descs.desc("container", "memory_working_set_bytes", "Usage minus inactive file cache, what the kubelet and the OOM killer look at."),
+		cgKills:      descs.desc("container", "oom_kills_total", "OOM kills in the cgroup holding the JVM."),
+		cgMemory: descs.desc("container", "memory_bytes",
 			"Memory charged to the cgroup holding the JVM, by kind (memory.stat): anon, file (page cache, shmem included), shmem (tmpfs and shared memory), kernel (slab, stacks, page tables, sockets; cgroup v2 only).", "kind"),
-		native: jvmDesc("jvm", "native_memory_bytes",
+		native: descs.desc("jvm", "native_memory_bytes",
 			"Resident memory of the JVM process by region, from /proc/<pid>/smaps and the JVM's reservations (docs/jvm.md#native-memory-by-region); read when it can have changed.", "region"),
-		nativeTime: jvmDesc("jvm", "native_memory_timestamp_seconds",
+		nativeTime: descs.desc("jvm", "native_memory_timestamp_seconds",
 			"When the JVM's breakdown by region was last read or found unchanged, seconds since the epoch."),
 		nativeReads: prometheus.NewDesc(prometheus.BuildFQName(namespace, "jvm", "native_memory_reads_total"),
 			"Reads for the JVMs' breakdowns by region: smaps (a breakdown, milliseconds of CPU each) or maps (a check that found one unchanged).", []string{"file"}, nil),
@@ -126,6 +132,7 @@ func NewJVMCollector(tracker *jvm.Tracker, logger log.Logger) Collector {
 		readErrors: prometheus.NewDesc(prometheus.BuildFQName(namespace, "jvm", "read_errors_total"),
 			"JVMs found but not read (or whose cgroup was not read), by reason.", []string{"reason"}, nil),
 	}
+	return c
 }
 
 // Update sends every series, the per-JVM ones included, to ch: for any
@@ -179,7 +186,7 @@ func (c *jvmCollector) series(view jvm.View) *seriesSet {
 		return c.built
 	}
 	c.pairs.start()
-	b := newSeriesBuilder(&c.pairs, c.built)
+	b := newSeriesBuilder(&c.pairs, c.built, c.descs)
 	perJVM := make(map[int]*jvmBuilt, len(view.JVMs))
 	for i := range view.JVMs {
 		j := &view.JVMs[i]

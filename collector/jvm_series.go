@@ -4,7 +4,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,10 +30,11 @@ type descMeta struct {
 	extraAt    int    // where it sorts among the identity labels
 }
 
-// seriesDescs maps the per-JVM Descs (made by jvmDesc) to their metadata.
-var seriesDescs sync.Map // *prometheus.Desc -> descMeta
+// descTable holds the per-JVM Descs of one collector and their metadata;
+// made by its constructor, only read after.
+type descTable map[*prometheus.Desc]descMeta
 
-func registerSeriesDesc(d *prometheus.Desc, name, help string, extra []string) {
+func newDescMeta(name, help string, extra []string) descMeta {
 	m := descMeta{name: name, help: help}
 	if len(extra) == 1 {
 		m.extra = extra[0]
@@ -42,7 +42,7 @@ func registerSeriesDesc(d *prometheus.Desc, name, help string, extra []string) {
 		slices.Sort(sorted)
 		m.extraAt, _ = slices.BinarySearch(sorted, extra[0])
 	}
-	seriesDescs.Store(d, m)
+	return m
 }
 
 // labelPairs keeps label pairs from one build to the next. Used by one
@@ -51,7 +51,7 @@ type labelPairs struct {
 	identities map[jvm.Identity][]*dto.LabelPair
 	used       map[jvm.Identity]bool // in this build
 	extras     map[[2]string]*dto.LabelPair
-	names      map[*prometheus.Desc]string // of Descs not made by jvmDesc
+	names      map[*prometheus.Desc]string // of Descs not made by descTable.desc
 	// infos keeps each JVM's executor_jvm_info series while its labels
 	// stay the same: its value is always 1, so the series itself is reused.
 	infos    map[infoKey]*dto.Metric
@@ -142,6 +142,7 @@ func (s *seriesSet) send(ch chan<- prometheus.Metric) {
 // seriesBuilder builds one seriesSet.
 type seriesBuilder struct {
 	pairs    *labelPairs
+	descs    descTable
 	byName   map[string]*dto.MetricFamily
 	set      *seriesSet
 	identity []*dto.LabelPair // of the JVM being built
@@ -188,9 +189,9 @@ func (b *seriesBuilder) reuse(j *jvmBuilt) {
 
 // newSeriesBuilder starts a set sized like prev (the last build), so that
 // its slices do not grow their way there.
-func newSeriesBuilder(pairs *labelPairs, prev *seriesSet) *seriesBuilder {
+func newSeriesBuilder(pairs *labelPairs, prev *seriesSet, descs descTable) *seriesBuilder {
 	set := &seriesSet{}
-	b := &seriesBuilder{pairs: pairs, byName: map[string]*dto.MetricFamily{}, set: set}
+	b := &seriesBuilder{pairs: pairs, descs: descs, byName: map[string]*dto.MetricFamily{}, set: set}
 	if prev != nil {
 		set.metrics = make([]*dto.Metric, 0, len(prev.metrics))
 		set.descs = make([]*prometheus.Desc, 0, len(prev.descs))
@@ -213,14 +214,13 @@ type series struct {
 	labels [5]*dto.LabelPair
 }
 
-// add adds one series of a Desc made by jvmDesc, for the JVM set by
+// add adds one series of a Desc made by descTable.desc, for the JVM set by
 // startJVM.
 func (b *seriesBuilder) add(d *prometheus.Desc, vt prometheus.ValueType, v float64, extra ...string) {
-	mv, ok := seriesDescs.Load(d)
+	meta, ok := b.descs[d]
 	if !ok {
-		panic("collector: series of a Desc not made by jvmDesc")
+		panic("collector: series of a Desc not made by descTable.desc")
 	}
-	meta := mv.(descMeta)
 	if len(b.slab) == 0 {
 		b.slab = make([]series, 64)
 	}
@@ -279,7 +279,7 @@ func (b *seriesBuilder) info(d *prometheus.Desc, values []string) {
 	b.append(d, b.descName(d), jvmInfoHelp, dto.MetricType_GAUGE, out)
 }
 
-// descName is the metric name of a Desc not made by jvmDesc.
+// descName is the metric name of a Desc not made by descTable.desc.
 func (b *seriesBuilder) descName(d *prometheus.Desc) string {
 	name, ok := b.pairs.names[d]
 	if !ok {

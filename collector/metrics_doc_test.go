@@ -256,8 +256,15 @@ func (x *nameExtractor) bindAndWalk(fn *ast.FuncDecl, params []string, call *ast
 func (x *nameExtractor) findCalls(node ast.Node, name string, found func(*ast.CallExpr)) {
 	ast.Inspect(node, func(n ast.Node) bool {
 		if call, ok := n.(*ast.CallExpr); ok {
-			if id, ok := call.Fun.(*ast.Ident); ok && id.Name == name {
-				found(call)
+			switch f := call.Fun.(type) {
+			case *ast.Ident: // a function
+				if f.Name == name {
+					found(call)
+				}
+			case *ast.SelectorExpr: // a method, on whatever receiver
+				if f.Sel.Name == name {
+					found(call)
+				}
 			}
 		}
 		return true
