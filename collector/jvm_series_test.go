@@ -214,7 +214,7 @@ func syntheticView(t testing.TB, n int, at time.Time) jvm.View {
 				Time:     at, RSSJVM: 1 << 30, RSSPython: 1 << 28,
 			},
 			ProcessStart: at.Add(-time.Hour),
-			MainClass: "org.apache.spark.executor.CoarseGrainedExecutorBackend", Xmx: "4g",
+			MainClass:    "org.apache.spark.executor.CoarseGrainedExecutorBackend", Xmx: "4g",
 			Stats: stats, Counters: jvm.CountersHsperf,
 			Cgroup:    procmem.CgroupMemory{Path: "/kubepods/pod" + strconv.Itoa(i), Limit: 5 << 30, Usage: 2 << 30, WorkingSet: 1 << 30, HasOOMKills: true},
 			HasCgroup: true,

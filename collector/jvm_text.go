@@ -17,10 +17,10 @@ import (
 // appendText when it can and by expfmt otherwise (the same bytes), through
 // a chunk buffer kept from scrape to scrape. A family that does not encode
 // is logged and left out, as promhttp does.
-func writeTextFamilies(w io.Writer, families []*dto.MetricFamily, format expfmt.Format, errorLog promhttp.Logger) error {
+func (t *textWriters) writeFamilies(w io.Writer, families []*dto.MetricFamily, format expfmt.Format, errorLog promhttp.Logger) error {
 	openMetrics := format.FormatType() == expfmt.TypeOpenMetrics
-	chunk := chunks.get()
-	defer func() { chunks.put(chunk[:0]) }()
+	chunk := t.chunks.get()
+	defer func() { t.chunks.put(chunk[:0]) }()
 	enc := expfmt.NewEncoder(w, format)
 	for i := range families {
 		if fast, ok := appendText(chunk, families[i:i+1], openMetrics); ok {
@@ -59,6 +59,7 @@ func (ec *ExecutorCollector) TextHandler(g prometheus.Gatherer, fallback http.Ha
 	if jc == nil {
 		return fallback
 	}
+	writers := newTextWriters()
 	var inFlight chan struct{}
 	if opts.MaxRequestsInFlight > 0 {
 		inFlight = make(chan struct{}, opts.MaxRequestsInFlight)
@@ -93,30 +94,39 @@ func (ec *ExecutorCollector) TextHandler(g prometheus.Gatherer, fallback http.Ha
 		if set := jc.served.Load(); set != nil {
 			mfs = mergeFamilies(mfs, set.families)
 		}
-		writeText(w, req, format, mfs, opts.ErrorLog)
+		writers.write(w, req, format, mfs, opts.ErrorLog)
 	})
 }
 
-// gzippers compress at BestSpeed: every scrape at a real interval meets
-// a new view, so the JVMs' text is compressed on each. klauspost/compress
+// textWriters are what a handler keeps from scrape to scrape. The gzip
+// writer compresses at BestSpeed: every scrape at a real interval meets a
+// new view, so the JVMs' text is compressed on each. klauspost/compress
 // (in the binary already, for promhttp's zstd) writes the same format as
 // the standard library's BestSpeed in half its time, with a writer of 0.8
 // instead of 1.2 MB; the body is a tenth larger than at the default
-// level, which takes eight times as long (BenchmarkDeflateView).
-var gzippers = newKeeper(func() *gzip.Writer { w, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed); return w })
+// level, which takes eight times as long (BenchmarkDeflateView). chunks
+// hold the JVMs' text on its way to the compressor: appendText fills one
+// up to chunkSize, then it is written out.
+type textWriters struct {
+	gzip   *keeper[*gzip.Writer]
+	chunks *keeper[[]byte]
+}
 
-// chunks hold a view's text on its way to the compressor: appendText
-// fills one up to chunkSize, then it is written out.
-var chunks = newKeeper(func() []byte { return make([]byte, 0, chunkSize+16<<10) })
+func newTextWriters() *textWriters {
+	return &textWriters{
+		gzip:   newKeeper(func() *gzip.Writer { w, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed); return w }),
+		chunks: newKeeper(func() []byte { return make([]byte, 0, chunkSize+16<<10) }),
+	}
+}
 
 const chunkSize = 32 << 10
 
-// keeper keeps one idle value from use to use for the life of the
-// process. sync.Pool, for this, drops its values every other garbage
-// collection and keeps one per P: with flate writers (1.2 MiB each,
-// mostly tables) that was two writers resident and a megabyte of
-// garbage a sample. One scrape at a time is the rule; a concurrent one
-// makes its own.
+// keeper keeps one idle value from use to use for the life of its owner.
+// sync.Pool, for this, drops its values every other garbage collection
+// and keeps one per P: with a gzip writer (0.8 MiB, mostly tables) at a
+// 15 s scrape interval, a new writer and a megabyte of garbage almost
+// every scrape. One scrape at a time is the rule; a concurrent one makes
+// its own.
 type keeper[T any] struct {
 	idle     chan T
 	newValue func() T
@@ -142,9 +152,9 @@ func (k *keeper[T]) put(v T) {
 	}
 }
 
-// writeText writes mfs in format, compressed when the client accepts
+// write writes mfs in format, compressed when the client accepts
 // gzip.
-func writeText(w http.ResponseWriter, req *http.Request, format expfmt.Format, mfs []*dto.MetricFamily, errorLog promhttp.Logger) {
+func (t *textWriters) write(w http.ResponseWriter, req *http.Request, format expfmt.Format, mfs []*dto.MetricFamily, errorLog promhttp.Logger) {
 	h := w.Header()
 	h.Add("Vary", "Accept")
 	h.Add("Vary", "Accept-Encoding")
@@ -153,18 +163,18 @@ func writeText(w http.ResponseWriter, req *http.Request, format expfmt.Format, m
 	var out io.Writer = bw
 	if acceptsGzip(req) {
 		h.Set("Content-Encoding", "gzip")
-		z := gzippers.get()
+		z := t.gzip.get()
 		z.Reset(bw)
 		defer func() {
 			_ = z.Close()
-			gzippers.put(z)
+			t.gzip.put(z)
 			_ = bw.Flush()
 		}()
 		out = z
 	} else {
 		defer bw.Flush()
 	}
-	_ = writeTextFamilies(out, mfs, format, errorLog) // a write error is the client gone
+	_ = t.writeFamilies(out, mfs, format, errorLog) // a write error is the client gone
 }
 
 func acceptsGzip(req *http.Request) bool {
