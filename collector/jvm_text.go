@@ -172,7 +172,7 @@ func (t *textWriters) write(w http.ResponseWriter, req *http.Request, format exp
 		}()
 		out = z
 	} else {
-		defer bw.Flush()
+		defer func() { _ = bw.Flush() }() // an error is the client gone
 	}
 	_ = t.writeFamilies(out, mfs, format, errorLog) // a write error is the client gone
 }

@@ -128,10 +128,10 @@ func (sr *SmapsReader) Read(r io.Reader) ([]Mapping, error) {
 // ("Rss:    4 kB"): a field's name ends with a colon before any space.
 func isHeader(line []byte) bool {
 	for _, c := range line {
-		switch {
-		case c == '-':
+		switch c {
+		case '-':
 			return true
-		case c == ':' || c == ' ':
+		case ':', ' ':
 			return false
 		}
 	}

@@ -93,7 +93,7 @@ func ReadCgroupMemory(procPath, sysfsPath string, pid int) (CgroupMemory, error)
 		return CgroupMemory{}, fmt.Errorf("pid %d: reading cgroup: %w", pid, err)
 	}
 	r := NewCgroupReader(procPath, sysfsPath)
-	defer r.Close()
+	defer func() { _ = r.Close() }() // read-only directories: closing reports nothing to act on
 	return r.Read(pid, string(b))
 }
 
