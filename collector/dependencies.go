@@ -79,10 +79,13 @@ func JVMTrackerConfigFromFlags() jvm.Config {
 		SysFS:  paths.SysFS,
 		Sampling: jvm.SamplingConfig{Slowest: *jvmSampleInterval, AtRisk: *jvmSampleIntervalAtRisk,
 			Fastest: *jvmSampleIntervalMin, Discovery: *jvmDiscoveryInterval},
-		Retention:    *jvmRetention,
-		MaxProcesses: *jvmMaxProcesses,
-		MaxAge:       *jvmMaxSampleAge,
-		Native:       nativeConfigFromFlags(),
+		Retention: *jvmRetention,
+		// An ended executor's final peaks are exported as long as its end
+		// is counted.
+		EndedRetention: *exitsCounterFlags.retention,
+		MaxProcesses:   *jvmMaxProcesses,
+		MaxAge:         *jvmMaxSampleAge,
+		Native:         nativeConfigFromFlags(),
 	}
 }
 

@@ -68,6 +68,7 @@ type jvmCollector struct {
 	processes, dropped, readErrors          *prometheus.Desc
 	native, nativeTime, nativeReads         *prometheus.Desc
 	reads, notifications                    *prometheus.Desc
+	peak, residentPeak, cgPeak              *prometheus.Desc
 
 	// The per-JVM series of the last view (jvm_series.go).
 	buildMu sync.Mutex
@@ -113,6 +114,12 @@ func NewJVMCollector(tracker *jvm.Tracker, logger log.Logger) Collector {
 		cgUsage:      descs.desc("container", "memory_usage_bytes", "Memory charged to the cgroup holding the JVM."),
 		cgWorkingSet: descs.desc("container", "memory_working_set_bytes", "Usage minus inactive file cache, what the kubelet and the OOM killer look at."),
 		cgKills:      descs.desc("container", "oom_kills_total", "OOM kills in the cgroup holding the JVM."),
+		cgPeak: descs.desc("container", "memory_peak_bytes",
+			"Highest memory charged to the cgroup holding the JVM, kept by the kernel (v1 memory.max_usage_in_bytes, v2 memory.peak); exported for --exits.retention after the JVM ends."),
+		residentPeak: descs.desc("process", "resident_memory_peak_bytes",
+			"Highest resident memory of the JVM process (VmHWM, kept by the kernel); exported for --exits.retention after the JVM ends."),
+		peak: descs.desc("jvm", "memory_peak_bytes",
+			"Highest value seen at a reading since the JVM was first read, by kind: heap_live (heap less eden: what survived collections), nonheap (resident memory of the JVM and its non-Python children less the committed heap), python (PySpark workers' resident memory); exported for --exits.retention after the JVM ends (docs/metrics.md#peaks).", "kind"),
 		cgMemory: descs.desc("container", "memory_bytes",
 			"Memory charged to the cgroup holding the JVM, by kind (memory.stat): anon, file (page cache, shmem included), shmem (tmpfs and shared memory), kernel (slab, stacks, page tables, sockets; cgroup v2 only).", "kind"),
 		native: descs.desc("jvm", "native_memory_bytes",
@@ -207,6 +214,14 @@ func (c *jvmCollector) series(view jvm.View) *seriesSet {
 		c.updateJVM(b, j, resolvePod(j, pods, c.pods, c.podLabels))
 		perJVM[j.PID], b.jvm = b.jvm, nil
 	}
+	// An ended JVM keeps only its final peaks, built afresh: there are few.
+	for i := range view.Ended {
+		s := &view.Ended[i]
+		b.jvm = &jvmBuilt{id: s.Identity}
+		b.identity = c.pairs.identity(s.Identity, strconv.Itoa(s.PID))
+		c.sendPeaks(b, &s.Peaks)
+		b.jvm = nil
+	}
 	c.pairs.prune()
 	c.built, c.builtOf, c.perJVM = b.done(), key, perJVM
 	return c.built
@@ -227,6 +242,7 @@ func (c *jvmCollector) updateJVM(b *seriesBuilder, j *jvm.JVM, pod podIdentity) 
 	s := &j.Stats
 
 	c.sendInfo(b, labels, j, pod)
+	c.sendPeaks(b, &j.Peaks)
 	gauge(c.rss, float64(j.RSSJVM), "jvm")
 	gauge(c.rss, float64(j.RSSPython), "python")
 	gauge(c.rss, float64(j.RSSOther), "other")
@@ -309,6 +325,30 @@ func (c *jvmCollector) updateJVM(b *seriesBuilder, j *jvm.JVM, pod podIdentity) 
 	gauge(c.classes, float64(s.ClassesLoaded))
 	counter(c.safepoint, s.SafepointSeconds)
 	gauge(c.startTime, float64(s.StartTime.UnixNano())/1e9)
+}
+
+// sendPeaks sends the peaks known: 0 is unknown (no hsperfdata, a kernel
+// without memory.peak) or none (no Python workers).
+func (c *jvmCollector) sendPeaks(b *seriesBuilder, p *jvm.Peaks) {
+	for _, k := range [...]struct {
+		d    *prometheus.Desc
+		v    uint64
+		kind string
+	}{
+		{c.cgPeak, p.Container, ""},
+		{c.residentPeak, p.Resident, ""},
+		{c.peak, p.HeapLive, "heap_live"},
+		{c.peak, p.NonHeap, "nonheap"},
+		{c.peak, p.Python, "python"},
+	} {
+		switch {
+		case k.v == 0:
+		case k.kind == "":
+			b.add(k.d, prometheus.GaugeValue, float64(k.v))
+		default:
+			b.add(k.d, prometheus.GaugeValue, float64(k.v), k.kind)
+		}
+	}
 }
 
 // labelValue makes a string from a JVM safe as a label value.

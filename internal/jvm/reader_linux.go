@@ -20,10 +20,12 @@ type reader struct {
 	ticks               map[int]tickMark
 	cgFiles             cgroupFiles
 	cgroups             *procmem.CgroupReader // made by the first read; keeps cgroup directories open
+	peaks               *peakKeeper
 }
 
 func newReader(procPath, sysfsPath string) *reader {
-	return &reader{procPath: procPath, sysfsPath: sysfsPath, ticks: map[int]tickMark{}, cgFiles: newCgroupFiles(procPath)}
+	return &reader{procPath: procPath, sysfsPath: sysfsPath, ticks: map[int]tickMark{}, cgFiles: newCgroupFiles(procPath),
+		peaks: newPeakKeeper(procPath)}
 }
 
 // read reads the candidate c, the process proc, whose identity is id,
@@ -64,6 +66,11 @@ func (r *reader) read(c Candidate, proc procmem.Process, id identityEntry, held 
 	}
 
 	rss := table.TreeRSS(c.PID)
+	var prevStats *hsperf.Stats
+	if had {
+		prevStats = &prev.stats
+	}
+	live, _ := heapLive(&stats, prevStats)
 	j := JVM{
 		Sample: Sample{
 			Identity: Identity{
@@ -81,6 +88,7 @@ func (r *reader) read(c Candidate, proc procmem.Process, id identityEntry, held 
 			RSSJVM:           rss.JVM,
 			RSSPython:        rss.Python,
 			RSSOther:         rss.Other,
+			Peaks:            Peaks{HeapLive: live},
 		},
 		MainClass:    id.cmd.MainClass,
 		Xmx:          id.cmd.Xmx,
@@ -139,6 +147,7 @@ func (r *reader) forget(table *procmem.ProcessTable, kept map[int]JVM) {
 			delete(r.ticks, pid)
 		}
 	}
+	r.peaks.forget(table)
 	r.forgetCgroupFiles(table, kept)
 }
 

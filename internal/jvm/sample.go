@@ -34,6 +34,9 @@ type Sample struct {
 	CgroupLimit uint64
 	CgroupUsage uint64
 
+	// Peaks are the highest figures since the JVM was first read.
+	Peaks Peaks
+
 	// Native is the last breakdown of the JVM's memory by region; nil
 	// before the first, or when breakdowns are off.
 	Native *NativeMemory

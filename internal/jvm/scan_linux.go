@@ -88,6 +88,7 @@ func (t *Tracker) scan(all bool) (View, error) {
 	if f := t.ends.hook.Load(); f != nil {
 		(*f)(now, gone)
 	}
+	view.Ended = t.keepEnded(gone, view.JVMs, now)
 
 	t.found.ids.forget(table)
 	t.read.forget(table, kept)
@@ -125,6 +126,7 @@ func (t *Tracker) readJVM(c Candidate, table *procmem.ProcessTable, cgroups map[
 		j.Native = t.native.get(c.PID, proc.StartTime)
 	}
 	t.readCgroup(&j, c, proc, cgroups, now)
+	t.read.peaks.update(&j, proc.StartTime, now)
 	t.ends.observe(&c, proc, id.euid, t.found.root(c.PID), &j, mark, now)
 	return j, "", nil
 }
@@ -201,6 +203,40 @@ func (t *Tracker) readBare(p procmem.Process, table *procmem.ProcessTable, cgrou
 		return JVM{}, reason, err
 	}
 	t.readCgroup(&j, Candidate{PID: p.PID}, p, cgroups, now)
+	t.read.peaks.update(&j, p.StartTime, now)
 	t.ends.observe(nil, p, id.euid, t.found.root(p.PID), &j, gcMark{}, now)
 	return j, "", nil
+}
+
+// endedJVM is a JVM that ended, as last read.
+type endedJVM struct {
+	last Sample
+	at   time.Time
+}
+
+// keepEnded adds the JVMs found gone to those kept, drops those older than
+// EndedRetention, and returns the ones no JVM in live has taken the pid of.
+func (t *Tracker) keepEnded(gone []Exit, live []JVM, now time.Time) []Sample {
+	for _, e := range gone {
+		t.ended[e.Last.PID] = endedJVM{last: e.Last, at: now}
+	}
+	if len(t.ended) == 0 {
+		return nil
+	}
+	taken := make(map[int]bool, len(live))
+	for _, j := range live {
+		taken[j.PID] = true
+	}
+	var out []Sample
+	for pid, e := range t.ended {
+		if now.Sub(e.at) > t.cfg.EndedRetention {
+			delete(t.ended, pid)
+			continue
+		}
+		if !taken[pid] {
+			out = append(out, e.last)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].PID < out[j].PID })
+	return out
 }

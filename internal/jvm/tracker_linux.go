@@ -45,10 +45,13 @@ const (
 // Config is the tracker's configuration; the collector package fills it
 // from flags.
 type Config struct {
-	ProcFS       string
-	SysFS        string
-	Retention    time.Duration // how long the last sample of a gone JVM is kept
-	MaxProcesses int           // cardinality guard: JVMs beyond it are not read
+	ProcFS    string
+	SysFS     string
+	Retention time.Duration // how long the last sample of a gone JVM is kept
+	// EndedRetention is how long a JVM that ended stays in View.Ended,
+	// with its final peaks.
+	EndedRetention time.Duration
+	MaxProcesses   int // cardinality guard: JVMs beyond it are not read
 	// Sampling says how often each JVM is read in the background; a zero
 	// Slowest samples only on Refresh.
 	Sampling SamplingConfig
@@ -84,6 +87,10 @@ type View struct {
 	JVMs    []JVM // sorted by pid
 	Dropped int   // JVMs found but not read because of MaxProcesses
 	Time    time.Time
+	// Ended is the last sample of each JVM that ended within
+	// Config.EndedRetention, sorted by pid, but for pids a JVM in JVMs has
+	// taken since: their final peaks stay readable after the end.
+	Ended []Sample
 }
 
 // Tracker finds and reads the JVMs on the machine, on demand and in the
@@ -105,6 +112,7 @@ type Tracker struct {
 	found *discovery
 	read  *reader
 	ends  *ends
+	ended map[int]endedJVM // JVMs that ended within EndedRetention
 	sched *schedule
 	// usage tells the kernel's word that a container crossed
 	// RiskThresholds (sampling_linux.go), and wakes the loop through wake.
@@ -143,6 +151,7 @@ func NewTracker(cfg Config, logger log.Logger) (*Tracker, error) {
 		found:      newDiscovery(cfg.ProcFS),
 		read:       newReader(cfg.ProcFS, cfg.SysFS),
 		ends:       newEnds(cfg.ProcFS),
+		ended:      map[int]endedJVM{},
 		sched:      newSchedule(),
 		wake:       make(chan struct{}, 1),
 		loggedAt:   map[string]time.Time{},

@@ -29,6 +29,11 @@ type CgroupMemory struct {
 	// valid only when HasOOMKills (kernels before 4.13 lack it in v1).
 	OOMKills    uint64
 	HasOOMKills bool
+	// Peak is the highest Usage the kernel has seen for the cgroup: v1
+	// memory.max_usage_in_bytes, v2 memory.peak (Linux 5.19+). Unlike a
+	// sample, it sees between reads. Valid only when HasPeak.
+	Peak    uint64
+	HasPeak bool
 
 	// The memory charged to the cgroup by kind, from the memory.stat read
 	// for WorkingSet: the cgroup and its descendants, as Usage. Each is
@@ -56,7 +61,7 @@ type CgroupMemory struct {
 
 // cgroupFile names the files to read for one cgroup version.
 type cgroupFiles struct {
-	limit, usage, stat, oom string
+	limit, usage, stat, oom, peak string
 	v2                      bool // memory.stat's keys are v2's
 	parseLimit              func([]byte) (uint64, error)
 }
@@ -64,11 +69,11 @@ type cgroupFiles struct {
 var (
 	v1Files = cgroupFiles{
 		limit: "memory.limit_in_bytes", usage: "memory.usage_in_bytes",
-		stat: "memory.stat", oom: "memory.oom_control", parseLimit: parseV1Limit,
+		stat: "memory.stat", oom: "memory.oom_control", peak: "memory.max_usage_in_bytes", parseLimit: parseV1Limit,
 	}
 	v2Files = cgroupFiles{
 		limit: "memory.max", usage: "memory.current",
-		stat: "memory.stat", oom: "memory.events", v2: true, parseLimit: parseV2Max,
+		stat: "memory.stat", oom: "memory.events", peak: "memory.peak", v2: true, parseLimit: parseV2Max,
 	}
 )
 
@@ -175,6 +180,14 @@ func readCgroupFilesWith(read func(name string) ([]byte, error), f cgroupFiles, 
 	m.File, m.HasFile = st.file, st.hasFile
 	m.Shmem, m.HasShmem = st.shmem, st.hasShmem
 	m.Kernel, m.HasKernel = st.kernel, st.hasKernel
+
+	// Kernels before 5.19 have no memory.peak in v2: then no peak.
+	switch m.Peak, err = parse(f.peak, parseSingleUint); {
+	case err == nil:
+		m.HasPeak = true
+	case !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
 
 	oom, err := read(f.oom)
 	if errors.Is(err, fs.ErrNotExist) {

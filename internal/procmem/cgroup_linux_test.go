@@ -23,7 +23,8 @@ func TestReadCgroupMemoryFixtures(t *testing.T) {
 		{
 			name: "v1 limited with oom kills", tree: "cgroupv1", pid: 10,
 			want: CgroupMemory{Path: "/kubepods/burstable/pod1/limited", Version: 1, Limit: 256 * mib,
-				Usage: 100 * mib, WorkingSet: 90 * mib, OOMKills: 3, HasOOMKills: true, HasAnon: true, HasFile: true},
+				Usage: 100 * mib, WorkingSet: 90 * mib, OOMKills: 3, HasOOMKills: true, HasAnon: true, HasFile: true,
+				Peak: 180 * mib, HasPeak: true},
 		},
 		{
 			name: "v1 unlimited, kernel without oom_kill", tree: "cgroupv1", pid: 11,
@@ -67,7 +68,8 @@ func TestReadCgroupMemoryFixtures(t *testing.T) {
 		{
 			name: "v2 container", tree: "cgroupv2", pid: 30,
 			want: CgroupMemory{Path: "/kubepods.slice/kubepods-pod1.slice/cri-containerd-abc.scope", Version: 2,
-				Limit: 512 * mib, Usage: 300 * mib, WorkingSet: 256 * mib, OOMKills: 1, HasOOMKills: true, Anon: 1, File: 2, HasAnon: true, HasFile: true},
+				Limit: 512 * mib, Usage: 300 * mib, WorkingSet: 256 * mib, OOMKills: 1, HasOOMKills: true, Anon: 1, File: 2, HasAnon: true, HasFile: true,
+				Peak: 450 * mib, HasPeak: true},
 		},
 		{
 			name: "v2 unlimited, no memory.events", tree: "cgroupv2", pid: 31,
@@ -78,6 +80,7 @@ func TestReadCgroupMemoryFixtures(t *testing.T) {
 		{name: "v2 memory controller not enabled", tree: "cgroupv2", pid: 34, wantErr: "memory.max missing: no memory controller"},
 		{name: "v2 bad memory.events", tree: "cgroupv2", pid: 35, wantErr: "memory.events: oom_kill"},
 		{name: "v2 bad memory.stat", tree: "cgroupv2", pid: 36, wantErr: "memory.stat: inactive_file"},
+		{name: "v2 bad memory.peak", tree: "cgroupv2", pid: 39, wantErr: "memory.peak: not an unsigned integer"},
 		// The two v2 memory.stat files below are written by hand in the
 		// format of Documentation/admin-guide/cgroup-v2.rst and
 		// mm/memcontrol.c (key order, units, lines of a 6.8 and a 5.15

@@ -19,6 +19,9 @@ import java.util.List;
  *   --python-mb N         a python3 child (a PySpark worker) holding N
  *   --python-leak-mb-s R  ... growing by R after --leak-after-s
  *   --exit-after-s N      exit by itself after N seconds
+ *   --spike-mb N          once, N MiB of direct buffers touched ...
+ *   --spike-after-s S     ... S seconds after the start ...
+ *   --spike-for-s D       ... and freed D seconds later (default 1)
  *
  * Like Spark's executor, it exits with code 52 on OutOfMemoryError.
  */
@@ -31,6 +34,7 @@ public final class Scenario {
         double liveMb = 0, rampMbS = 32, churnMbS = 0, leakAfterS = 0;
         double heapLeak = 0, directLeak = 0, pythonMb = 0, pythonLeak = 0;
         long exitAfterS = 600;
+        double spikeMb = 0, spikeAfterS = 0, spikeForS = 1;
         for (int i = 1; i < args.length; i++) {
             switch (args[i]) {
                 case "--live-mb": liveMb = Double.parseDouble(args[++i]); break;
@@ -42,6 +46,9 @@ public final class Scenario {
                 case "--python-mb": pythonMb = Double.parseDouble(args[++i]); break;
                 case "--python-leak-mb-s": pythonLeak = Double.parseDouble(args[++i]); break;
                 case "--exit-after-s": exitAfterS = Long.parseLong(args[++i]); break;
+                case "--spike-mb": spikeMb = Double.parseDouble(args[++i]); break;
+                case "--spike-after-s": spikeAfterS = Double.parseDouble(args[++i]); break;
+                case "--spike-for-s": spikeForS = Double.parseDouble(args[++i]); break;
                 default: break;
             }
         }
@@ -49,6 +56,7 @@ public final class Scenario {
         if (pythonMb > 0 || pythonLeak > 0) {
             python = startPython(pythonMb, leakAfterS, pythonLeak, exitAfterS);
         }
+        if (spikeMb > 0) spike(spikeMb, spikeAfterS, spikeForS);
         System.out.println("ready pid=" + ProcessHandle.current().pid());
         System.out.flush();
         try {
@@ -98,6 +106,32 @@ public final class Scenario {
             }
             Thread.sleep(tickMs);
         }
+    }
+
+    /** A short burst of native memory, as a shuffle or a broadcast makes, freed again. */
+    private static void spike(double mb, double afterS, double forS) {
+        Thread t = new Thread(() -> {
+            try {
+                Thread.sleep((long) (afterS * 1000));
+                List<ByteBuffer> held = new ArrayList<>();
+                for (int i = 0; i < (int) mb; i++) {
+                    ByteBuffer buf = ByteBuffer.allocateDirect(MIB);
+                    for (int k = 0; k < buf.capacity(); k += 4096) buf.put(k, (byte) 1);
+                    held.add(buf);
+                }
+                System.out.println("spike " + (int) mb);
+                System.out.flush();
+                Thread.sleep((long) (forS * 1000));
+                held.clear();
+                System.gc(); // direct buffers are freed when collected
+                System.out.println("spike over");
+                System.out.flush();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }, "spike");
+        t.setDaemon(true);
+        t.start();
     }
 
     /** A PySpark worker stand-in: holds mb MiB, then grows by leak MiB/s after delay seconds. */
