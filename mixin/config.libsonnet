@@ -110,6 +110,43 @@
     // heap figures are looked up over it too.
     exitWindow: '10m',
 
+    // Right-sizing (rightsizing.libsonnet, docs/runbook.md#right-sizing):
+    // per application name and instance type, the Spark memory settings
+    // that the executors' peaks over the window say would have fitted.
+    rightsizing: {
+      // How far back the peaks, runs and kills are looked at.
+      window: '7d',
+      // The recording rules' evaluation interval: the executor-hours
+      // behind the savings are counted in it.
+      interval: '1m',
+      // Each run's largest executor peak (every executor of a run has the
+      // same settings), then this quantile over the runs in the window.
+      quantile: 0.95,
+      // spark.executor.memory: the heap's live data takes at most this
+      // fraction of it, so that the collector has room to work.
+      heapLiveTarget: 0.7,
+      // memoryOverhead and pyspark.memory: the peak plus this margin.
+      margin: 0.15,
+      // Spark's own floors: an executor heap below 450 MiB does not start
+      // (1.5 x its 300 MiB reserved memory); the overhead is 384 MiB at
+      // least.
+      memoryFloorBytes: 450 * 1024 * 1024,
+      overheadFloorBytes: 384 * 1024 * 1024,
+      // A kill of the matching cause in the window: never below the
+      // current setting raised by this ratio, and at least this many bytes.
+      killBumpRatio: 1.2,
+      killBumpBytes: 256 * 1024 * 1024,
+      // The three settings together fit in this fraction of the smallest
+      // node of the instance type (the rest is the node's own); the heap
+      // gives way.
+      nodeFraction: 0.9,
+      // Figures are rounded up to this.
+      roundBytes: 64 * 1024 * 1024,
+      // No recommendation from fewer executors or runs than this.
+      minExecutors: 3,
+      minRuns: 1,
+    },
+
     metadataUnavailableFor: '30m',
     collectorFailingFor: '15m',
     exporterDownFor: '5m',

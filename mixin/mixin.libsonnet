@@ -8,5 +8,6 @@
 (import 'config.libsonnet') +
 (import 'expressions.libsonnet') +
 (import 'rules.libsonnet') +
+(import 'rightsizing.libsonnet') +
 (import 'alerts.libsonnet') +
 (import 'dashboards/dashboards.libsonnet')

@@ -7,7 +7,8 @@
 //   executor_node       one machine (instance)
 //   app                 one Spark application (app_id)
 //   instance_type       provider, instance_type, lifecycle
-// No rule reads another recording rule: groups are evaluated independently.
+// No rule reads another recording rule: groups are evaluated independently
+// (the right-sizing group, rightsizing.libsonnet, reads its own, in order).
 {
   local c = $._config,
   local e = $._expr,
