@@ -1,3 +1,4 @@
 (import 'executor.libsonnet') +
 (import 'fleet.libsonnet') +
-(import 'node.libsonnet')
+(import 'node.libsonnet') +
+(import 'rightsizing.libsonnet')

@@ -104,6 +104,17 @@ local common = import 'common.libsonnet';
               g.target('topk(10, sum by(app_id) (app:executor_process_resident_memory:bytes{%s, %s}))' % [common.job, common.cluster(c)], '{{app_id}}'),
             ], 'bytes', min=0),
           ],
+          g.row('Applications: memory as set and as recommended'),
+          [
+            g.table('Spark memory settings per application',
+                    "Per application and instance type: each setting as set now (A), as the executors' peaks and kills over the last %s recommend (B), and the difference (C: negative, memory to give back). Empty until an application has enough executors and runs; the evidence: the Right-sizing dashboard (docs/runbook.md#right-sizing)." % c.rightsizing.window,
+                    [
+                      g.target('app_name:executor_memory_setting:bytes{%s, %s, instance_type=~"$instance_type"}' % [common.job, common.cluster(c)], instant=true, format='table'),
+                      g.target('app_name:executor_memory_recommended:bytes{%s, %s, instance_type=~"$instance_type"}' % [common.job, common.cluster(c)], instant=true, format='table'),
+                      g.target('app_name:executor_memory_recommended:bytes{%(s)s} - app_name:executor_memory_setting:bytes{%(s)s}' % { s: '%s, %s, instance_type=~"$instance_type"' % [common.job, common.cluster(c)] }, instant=true, format='table'),
+                    ],
+                    'bytes') { height: 9 },
+          ],
           g.row('Native memory: which region the kills come from'),
           [
             g.timeseries('Native OOM kills per hour by region',
