@@ -62,8 +62,8 @@ type CgroupMemory struct {
 // cgroupFile names the files to read for one cgroup version.
 type cgroupFiles struct {
 	limit, usage, stat, oom, peak string
-	v2                      bool // memory.stat's keys are v2's
-	parseLimit              func([]byte) (uint64, error)
+	v2                            bool // memory.stat's keys are v2's
+	parseLimit                    func([]byte) (uint64, error)
 }
 
 var (
