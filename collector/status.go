@@ -60,6 +60,8 @@ func statusJVM(j *jvm.JVM, pods cloud.PodsSnapshot) statuspage.JVM {
 			RSSJVM: j.RSSJVM, RSSPython: j.RSSPython, RSSOther: j.RSSOther,
 		},
 	}
+	out.Peaks = statuspage.Peaks{HeapLive: j.Peaks.HeapLive, NonHeap: j.Peaks.NonHeap, Python: j.Peaks.Python,
+		Container: j.Peaks.Container, Resident: j.Peaks.Resident}
 	pod := resolvePod(j, pods, nil, nil)
 	out.Namespace, out.Pod = labelValue(pod.namespace), labelValue(pod.pod)
 	if j.HasCgroup {

@@ -26,6 +26,10 @@ func fixture() Snapshot {
 				RSSJVM: heapMax*3/4 + nonHeap, RSSPython: python,
 				ContainerLimit: limit, ContainerUsage: heapMax*3/4 + nonHeap + python,
 			},
+			// An executor keeps about a third of its heap max alive and
+			// peaked a little above where it is now.
+			Peaks: Peaks{HeapLive: heapMax / 3, NonHeap: nonHeap * 11 / 10, Python: python,
+				Container: heapMax*3/4 + nonHeap*11/10 + python, Resident: heapMax*3/4 + nonHeap*11/10},
 		}
 	}
 	return Snapshot{

@@ -101,6 +101,17 @@ type JVM struct {
 	// are known.
 	Counters string `json:"counters"`
 	Memory
+	Peaks Peaks `json:"peaks"`
+}
+
+// Peaks are a JVM's highest figures since it was first read, which the
+// right-sizing rules compare the Spark settings with; 0 is unknown.
+type Peaks struct {
+	HeapLive  uint64 `json:"heap_live_bytes"` // what survived collections: spark.executor.memory
+	NonHeap   uint64 `json:"nonheap_bytes"`   // resident beyond the heap: memoryOverhead
+	Python    uint64 `json:"python_bytes"`    // the PySpark workers: pyspark.memory
+	Container uint64 `json:"container_bytes"` // the container's, kept by the kernel
+	Resident  uint64 `json:"resident_bytes"`  // the JVM process's VmHWM
 }
 
 // Kill is one kernel OOM kill and its verdict.

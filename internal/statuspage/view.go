@@ -41,7 +41,9 @@ type jvmRow struct {
 	NonHeap                                        string
 	RSSJVM, RSSPython, RSSOther                    string
 	Limit                                          string
-	Bar                                            bar
+	// Peaks sets each Spark setting beside the peak it must hold.
+	Peaks []field
+	Bar   bar
 }
 
 // bar is the memory budget of one JVM drawn to scale: heap max, non-heap
@@ -185,6 +187,7 @@ func newJVMRow(j *JVM) jvmRow {
 	if j.ContainerLimit > 0 {
 		row.Limit = formatBytes(j.ContainerLimit)
 	}
+	row.Peaks = peakFields(j)
 	if noCounters(j) {
 		row.NoCounters = "no hsperfdata: " + j.Counters
 		row.HeapUsed, row.HeapCommitted, row.HeapMax, row.NonHeap = "n/a", "n/a", "n/a", "n/a"
@@ -198,6 +201,36 @@ func newJVMRow(j *JVM) jvmRow {
 	}
 	row.Bar = newBar(&j.Memory)
 	return row
+}
+
+// peakFields pairs what each Spark setting buys with the JVM's peak of
+// what it must hold: the heap max with the live data, the room the limit
+// leaves beside the heap with the non-heap and Python memory, the limit
+// with the container's peak. A peak not known is left out.
+func peakFields(j *JVM) []field {
+	var out []field
+	add := func(name string, setting, peak uint64, of string) {
+		if peak == 0 {
+			return
+		}
+		v := formatBytes(peak)
+		if setting > 0 {
+			v += " of " + formatBytes(setting) + " " + of
+		}
+		out = append(out, field{Name: name, Value: v})
+	}
+	var room uint64
+	if j.ContainerLimit > j.HeapMax && j.HeapMax > 0 {
+		room = j.ContainerLimit - j.HeapMax
+	}
+	add("live heap", j.HeapMax, j.Peaks.HeapLive, "heap max")
+	if j.Peaks.Python > 0 {
+		add("non-heap + python", room, j.Peaks.NonHeap+j.Peaks.Python, "overhead")
+	} else {
+		add("non-heap", room, j.Peaks.NonHeap, "overhead")
+	}
+	add("container", j.ContainerLimit, j.Peaks.Container, "limit")
+	return out
 }
 
 // newBar draws the budget: what the JVM may grow to (heap max, or
