@@ -232,7 +232,8 @@ func victimOf(s jvm.Sample) oom.Victim {
 		HeapUsed: s.HeapUsed, HeapCommitted: s.HeapCommitted, HeapMax: s.HeapMax, NonHeapCommitted: s.NonHeapCommitted,
 		RSSJVM: s.RSSJVM, RSSPython: s.RSSPython, RSSOther: s.RSSOther,
 		CgroupPath: s.CgroupPath, CgroupLimit: s.CgroupLimit, CgroupUsage: s.CgroupUsage,
-		Growth: s.Native.Growth(),
+		Growth:       s.Native.Growth(),
+		PeakHeapLive: s.Peaks.HeapLive, PeakNonHeap: s.Peaks.NonHeap, PeakPython: s.Peaks.Python,
 	}
 }
 

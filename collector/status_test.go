@@ -38,7 +38,7 @@ func TestStatusRecentKills(t *testing.T) {
 	if k.PID != 4242 || k.Victim == nil || k.Victim.ExecutorID != "3" || k.Victim.AppID != "app-1" || k.Cause != "native" {
 		t.Fatalf("newest kill %+v, want executor 3 of app-1, native", k)
 	}
-	if k.Advice != "raise spark.executor.memoryOverhead" || strings.Contains(k.Reason, "spark.") || !strings.Contains(k.Reason, "committed heap 40 MiB") {
+	if !strings.HasPrefix(k.Advice, "raise spark.executor.memoryOverhead by ") || strings.Contains(k.Reason, "spark.") || !strings.Contains(k.Reason, "committed heap 40 MiB") {
 		t.Errorf("reason %q, advice %q: want the figures in the reason and the setting in the advice", k.Reason, k.Advice)
 	}
 	if ls := k.LastSample; ls == nil || ls.ContainerLimit != 256<<20 || ls.HeapMax != 64<<20 || !ls.Time.Equal(nativeExecutor.Time) {

@@ -34,6 +34,10 @@ type Victim struct {
 	// Growth is what grew most outside the heap since the JVM's first
 	// minute, from its last breakdown by region; zero without one.
 	Growth nativemem.Growth
+
+	// The highest figures since the JVM was first read (jvm.Peaks), which
+	// size the advice; 0 when unknown.
+	PeakHeapLive, PeakNonHeap, PeakPython uint64
 }
 
 // VictimLookup returns the last reading of the process with this pid, if

@@ -82,12 +82,14 @@ func nameRegion(v *Verdict, s Victim) {
 	case s.RSSPython > 0 && s.RSSPython >= g.Bytes && 4*s.RSSPython >= nonHeap:
 		v.Region = RegionPython
 		v.Reason += fmt.Sprintf("; Python workers hold %.0f MiB", float64(s.RSSPython)/(1<<20))
-		v.Advice = nativemem.Advice(RegionPython)
+		v.Advice = s.pythonAdvice()
 	case g.Region != "":
 		v.Region = g.Region
 		v.Reason += "; " + g.String()
 		if a := nativemem.Advice(g.Region); a != "" {
-			v.Advice = a
+			// The region's own remedy, then what gets the executor
+			// through meanwhile.
+			v.Advice = a + "; meanwhile, " + s.overheadAdvice(nonHeap)
 		}
 	}
 }
@@ -129,18 +131,18 @@ func judgeCause(k Kill, s Victim, found bool) Verdict {
 	case bulk && nearMax:
 		return Verdict{Cause: CauseHeap,
 			Reason: share + fmt.Sprintf(" and heap used was %.0f%% of its max: the heap filled up", 100*float64(s.HeapUsed)/float64(s.HeapMax)),
-			Advice: "raise spark.executor.memory (and the container with it) or use less heap"}
+			Advice: s.heapAdvice()}
 	case bulk && tooBig:
 		return Verdict{Cause: CauseHeap,
 			Reason: share + " and the heap's max does not fit in the container beside non-heap memory",
-			Advice: "lower -Xmx (spark.executor.memory) or raise the limit"}
+			Advice: s.tooBigAdvice(nonHeap)}
 	case bulk:
 		return Verdict{Cause: CauseNative,
 			Reason: share + " but its max fits in the container: non-heap memory pushed it over the limit",
-			Advice: "raise spark.executor.memoryOverhead"}
+			Advice: s.overheadAdvice(nonHeap)}
 	default:
 		return Verdict{Cause: CauseNative,
 			Reason: share + ": off-heap memory (direct buffers, metaspace, thread stacks, Python workers) filled the container",
-			Advice: "raise spark.executor.memoryOverhead"}
+			Advice: s.overheadAdvice(nonHeap)}
 	}
 }
