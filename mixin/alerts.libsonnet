@@ -97,6 +97,34 @@
      '{{ with printf `last_over_time(executor_jvm_memory_max_bytes{%(sel)s, instance="%%[1]s", pid="%%[2]s", area="heap"}[%(w)s])` $labels.instance $labels.pid | query }} of {{ . | first | value | humanize1024 }}B (-Xmx){{ end }}' +
      ' in its last %(w)s. {{ end }}') % { sel: sel, w: c.exitWindow },
 
+  // After a kill: a setting raised by the right-sizing rules' bump (at
+  // least killBumpRatio and killBumpBytes over what it was), and to what
+  // the JVM's own peak needs, rounded up, as the right-sizing rules raise
+  // an application's (rightsizing.libsonnet) and the exporter's verdict
+  // says (internal/oom/sizing.go). The JVM has ended: its settings are
+  // its last series in the window, its peaks are still exported.
+  local r = c.rightsizing,
+  local afterKill(current, need) =
+    local bumped = '(%(c)s * %(ratio)g > %(c)s + %(b)d or %(c)s + %(b)d)' % { c: current, ratio: r.killBumpRatio, b: r.killBumpBytes };
+    'ceil((%(x)s > %(n)s or %(n)s or %(x)s) / %(step)d) * %(step)d' % { x: bumped, n: need, step: r.roundBytes },
+  local lastOf(metric, w) = 'sum without(area) (last_over_time(%s{%s, area="heap"}[%s]))' % [metric, sel, w],
+  local heapSet(w) = lastOf('executor_jvm_memory_max_bytes', w),
+  local heapNeed = 'sum without(kind) (executor_jvm_memory_peak_bytes{%s, kind="heap_live"}) / %g' % [sel, r.heapLiveTarget],
+  local overheadSet(w) = '(last_over_time(executor_container_memory_limit_bytes{%s}[%s]) - %s)' % [sel, w, heapSet(w)],
+  local overheadNeed = 'sum without(kind) (executor_jvm_memory_peak_bytes{%s, kind=~"nonheap|python"}) * %g' % [sel, 1 + r.margin],
+  local mibOf(expr) =
+    '{{ with printf `%s` $labels.instance $labels.pid | query }}{{ . | first | value | printf "%%.0f" }}{{ end }}' % narrow('(%s) / 1048576' % expr),
+  // Without the JVM's last settings in the window, the setting alone.
+  local raiseAfterKill(setting, current, need) =
+    local to = narrow('(%s) / 1048576' % afterKill(current, need));
+    ('{{ with printf `%(to)s` $labels.instance $labels.pid | query }}Raise %(setting)s by %(by)s MiB to {{ . | first | value | printf "%%.0f" }} MiB (by the right-sizing rules: %(url)s).' +
+     '{{ else }}Raise %(setting)s.{{ end }}') % {
+      to: to,
+      setting: setting,
+      by: mibOf('%s - %s' % [afterKill(current, need), current]),
+      url: c.runbookURL + '#right-sizing',
+    },
+
   local alert(name, severity, forDuration, expr, summary, description) = {
     alert: name,
     expr: expr,
@@ -283,8 +311,15 @@
             // region: on a native kill, the non-heap region (or shmem) that
             // grew most since the JVM's first minute, as the exporter saw it.
             ('The kernel OOM-killed %s (exit code 137). Cause: {{ $labels.cause }} ({{ $labels.constraint }}).' +
-             '{{ with $labels.region }} The region that grew most since its first minute: {{ . }}; what to do: %s.{{ end }}') %
-            [jvm, c.runbookURL + '#region-{{ . }}'],
+             '{{ with $labels.region }} The region that grew most since its first minute: {{ . }}; what to do: %s.{{ end }}' +
+             '{{ if eq $labels.cause "native" }} %s{{ else if eq $labels.cause "heap" }} %s' +
+             '{{ else if eq $labels.cause "node" }} The machine ran out of memory, not the container: no setting of the application fixes it; schedule fewer executors on the node.{{ end }}') %
+            [
+              jvm,
+              c.runbookURL + '#region-{{ . }}',
+              raiseAfterKill('spark.executor.memoryOverhead', overheadSet(c.oomKillWindow), overheadNeed),
+              raiseAfterKill('spark.executor.memory', heapSet(c.oomKillWindow), heapNeed),
+            ],
           ),
         ],
       },
@@ -305,8 +340,8 @@
             'Executor lost to heap exhaustion.',
             ('%s ran out of heap (java.lang.OutOfMemoryError, exit code 52): at the end its heap was full after collection while the collector ran almost continuously. ' +
              '%s' +
-             'Raise spark.executor.memory (and the container limit with it), or give each task less data: more partitions (spark.sql.shuffle.partitions), fewer concurrent tasks (spark.executor.cores).') %
-            [jvm, heapFigures],
+             '%s The container limit rises with it; or give each task less data: more partitions (spark.sql.shuffle.partitions), fewer concurrent tasks (spark.executor.cores).') %
+            [jvm, heapFigures, raiseAfterKill('spark.executor.memory', heapSet(c.exitWindow), heapNeed)],
           ),
         ],
       },
