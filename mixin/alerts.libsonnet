@@ -312,13 +312,12 @@
             // grew most since the JVM's first minute, as the exporter saw it.
             ('The kernel OOM-killed %s (exit code 137). Cause: {{ $labels.cause }} ({{ $labels.constraint }}).' +
              '{{ with $labels.region }} The region that grew most since its first minute: {{ . }}; what to do: %s.{{ end }}' +
-             '{{ if eq $labels.cause "native" }} %s{{ else if eq $labels.cause "heap" }} %s' +
+             '{{ if or (eq $labels.cause "native") (eq $labels.cause "heap") }} %s' +
              '{{ else if eq $labels.cause "node" }} The machine ran out of memory, not the container: no setting of the application fixes it; schedule fewer executors on the node.{{ end }}') %
             [
               jvm,
               c.runbookURL + '#region-{{ . }}',
               raiseAfterKill('spark.executor.memoryOverhead', overheadSet(c.oomKillWindow), overheadNeed),
-              raiseAfterKill('spark.executor.memory', heapSet(c.oomKillWindow), heapNeed),
             ],
           ),
         ],

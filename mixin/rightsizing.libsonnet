@@ -57,11 +57,13 @@
   ||| % { expr: expr, app: app, executors: r.minExecutors, runs: r.minRuns },
 
   // A kill counts for the setting that would have prevented it; node and
-  // spot losses for none.
+  // spot losses for none. The heap's own end (exit 52) asks for heap; a
+  // container's OOM kill for what is beside the heap, whichever filled
+  // the container: Spark sizes it as the heap plus the overhead, so a heap
+  // at its max leaves the overhead the rest.
   local kills = std.join('\n  or ', [
-    withSetting('executor_oom_kills_total{%s, cause="heap"}' % executorSel, settingMemory),
     withSetting('executor_jvm_exits_total{%s, reason="heap_exhausted"}' % executorSel, settingMemory),
-    withSetting('executor_oom_kills_total{%s, cause="native", region!="python"}' % executorSel, settingOverhead),
+    withSetting('executor_oom_kills_total{%s, cause=~"heap|native", region!="python"}' % executorSel, settingOverhead),
     withSetting('executor_oom_kills_total{%s, cause="native", region="python"}' % executorSel, settingPython),
     withSetting('executor_oom_kills_total{%s, cause="node"}' % executorSel, 'none'),
     withSetting('executor_jvm_exits_total{%s, reason="interrupted"}' % executorSel, 'none'),

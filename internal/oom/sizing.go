@@ -58,12 +58,11 @@ func (s Victim) overheadAdvice(nonHeap uint64) string {
 	return raiseBy("spark.executor.memoryOverhead", s.overheadSet(), withMargin(max(nonHeap, s.PeakNonHeap+s.PeakPython)))
 }
 
-// heapAdvice raises the heap to hold the victim's live data at
-// HeapLiveTarget, and by the kill's bump at least.
-func (s Victim) heapAdvice() string {
-	return raiseBy("spark.executor.memory", s.HeapMax, uint64(float64(s.PeakHeapLive)/HeapLiveTarget)) +
-		" (and the container with it), or use less heap"
-}
+// heapFilledNote explains why a kill of a full heap asks for overhead:
+// Spark sizes the container as spark.executor.memory plus the overhead,
+// so a heap at its max leaves the overhead all the rest, and more heap
+// would only fill more of a container grown by as much.
+const heapFilledNote = ": the heap filled its max, and Spark's container (heap + overhead) left too little beside it"
 
 // pythonAdvice sets the Python workers' own budget to their peak with the
 // margin, raised by the kill's bump.

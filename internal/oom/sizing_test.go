@@ -25,8 +25,6 @@ func TestSizingAdvice(t *testing.T) {
 	for _, tc := range []struct {
 		name, got, want string
 	}{
-		{"heap: the live data at 70 % of the heap is more than the bump", executor.heapAdvice(),
-			"raise spark.executor.memory by 704 MiB to 2752 MiB (and the container with it), or use less heap"},
 		{"overhead: the bump is more than the peak with its margin", executor.overheadAdvice(400 * m),
 			"raise spark.executor.memoryOverhead by 256 MiB to 768 MiB"},
 		{"overhead without a limit", Victim{HeapMax: 2048 * m, PeakNonHeap: 450 * m}.overheadAdvice(0),

@@ -131,7 +131,7 @@ func judgeCause(k Kill, s Victim, found bool) Verdict {
 	case bulk && nearMax:
 		return Verdict{Cause: CauseHeap,
 			Reason: share + fmt.Sprintf(" and heap used was %.0f%% of its max: the heap filled up", 100*float64(s.HeapUsed)/float64(s.HeapMax)),
-			Advice: s.heapAdvice()}
+			Advice: s.overheadAdvice(nonHeap) + heapFilledNote}
 	case bulk && tooBig:
 		return Verdict{Cause: CauseHeap,
 			Reason: share + " and the heap's max does not fit in the container beside non-heap memory",

@@ -166,7 +166,7 @@ func TestJudgeNamesRegion(t *testing.T) {
 		{
 			"heap kill names no region",
 			grew(Victim{HeapUsed: 240 * mib, HeapCommitted: 250 * mib, HeapMax: 256 * mib, CgroupLimit: 300 * mib, CgroupUsage: 295 * mib}, "malloc", 10*mib),
-			CauseHeap, "", "spark.executor.memory",
+			CauseHeap, "", "spark.executor.memoryOverhead by",
 		},
 	} {
 		v := Judge(memcg, tc.sample, true)

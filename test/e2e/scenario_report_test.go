@@ -12,7 +12,7 @@ import (
 // per scenario, how it ended and when, and every alert seen with when it
 // went pending, fired and reached the webhook, in seconds after the
 // executor started and before its end.
-func writeScenarioReport(t *testing.T, path string, lab *scenarioLab, run []scenario, results []*scenarioResult) {
+func writeScenarioReport(t *testing.T, path string, lab *scenarioLab, run []scenario, results []*scenarioResult, rightsizing []rightsizingRow) {
 	t.Helper()
 	var b strings.Builder
 	b.WriteString(`# Alert scenarios
@@ -60,6 +60,7 @@ kill, or OutOfMemoryError) the alert went pending.
 				fmtSince(lab.hook.firstNotified(a.Name, want), r.Start), lead)
 		}
 	}
+	writeRightSizingReport(&b, rightsizing)
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -157,8 +157,9 @@ func TestScenarios(t *testing.T) {
 			})
 		}
 	})
+	rows := scenarioRightSizing(t, lab, run, results)
 	if path := os.Getenv("SCENARIOS_REPORT"); path != "" {
-		writeScenarioReport(t, path, lab, run, results)
+		writeScenarioReport(t, path, lab, run, results, rows)
 	}
 }
 
