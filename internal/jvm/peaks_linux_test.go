@@ -1,6 +1,9 @@
 package jvm
 
 import (
+	"slices"
+	"time"
+
 	"testing"
 
 	"github.com/executor-exporter/executor_exporter/internal/hsperf"
@@ -83,5 +86,39 @@ func TestPeaksMergeKeepsTheHighest(t *testing.T) {
 	p.merge(Peaks{Container: 3, Resident: 4, HeapLive: 1, NonHeap: 8, Python: 6})
 	if want := (Peaks{Container: 5, Resident: 4, HeapLive: 9, NonHeap: 8, Python: 6}); p != want {
 		t.Errorf("merged = %+v, want %+v", p, want)
+	}
+}
+
+func TestKeepEndedRetentionAndCap(t *testing.T) {
+	start := time.Unix(1_800_000_000, 0)
+	tr := &Tracker{cfg: Config{EndedRetention: time.Hour, MaxProcesses: 3}, ended: map[int]endedJVM{}}
+	gone := func(pids ...int) []Exit {
+		var out []Exit
+		for _, p := range pids {
+			out = append(out, Exit{Last: Sample{Identity: Identity{PID: p}, Peaks: Peaks{Resident: uint64(p)}}})
+		}
+		return out
+	}
+	pids := func(s []Sample) []int {
+		var out []int
+		for _, x := range s {
+			out = append(out, x.PID)
+		}
+		return out
+	}
+	if got := pids(tr.keepEnded(gone(10), nil, start)); !slices.Equal(got, []int{10}) {
+		t.Errorf("after one end: %v", got)
+	}
+	// A live JVM that took pid 10 hides the ended one.
+	got := pids(tr.keepEnded(gone(30, 20), []JVM{{Sample: Sample{Identity: Identity{PID: 10}}}}, start.Add(time.Minute)))
+	if !slices.Equal(got, []int{20, 30}) || len(tr.ended) != 3 {
+		t.Errorf("with pid 10 taken: %v (kept %d)", got, len(tr.ended))
+	}
+	// Beyond the cap of 3, the oldest goes.
+	if got := pids(tr.keepEnded(gone(40), nil, start.Add(2*time.Minute))); !slices.Equal(got, []int{20, 30, 40}) {
+		t.Errorf("beyond the cap: %v", got)
+	}
+	if got := pids(tr.keepEnded(nil, nil, start.Add(3*time.Hour))); len(got) != 0 {
+		t.Errorf("after the retention: %v", got)
 	}
 }

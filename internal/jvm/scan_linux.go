@@ -215,10 +215,20 @@ type endedJVM struct {
 }
 
 // keepEnded adds the JVMs found gone to those kept, drops those older than
-// EndedRetention, and returns the ones no JVM in live has taken the pid of.
+// EndedRetention (and the oldest beyond MaxProcesses, a cardinality
+// guard), and returns the ones no JVM in live has taken the pid of.
 func (t *Tracker) keepEnded(gone []Exit, live []JVM, now time.Time) []Sample {
 	for _, e := range gone {
 		t.ended[e.Last.PID] = endedJVM{last: e.Last, at: now}
+	}
+	for len(t.ended) > t.cfg.MaxProcesses {
+		oldest := -1
+		for pid, e := range t.ended {
+			if oldest < 0 || e.at.Before(t.ended[oldest].at) {
+				oldest = pid
+			}
+		}
+		delete(t.ended, oldest)
 	}
 	if len(t.ended) == 0 {
 		return nil
