@@ -39,7 +39,7 @@ PROMETHEUS3_DIR := $(TOOLS_DIR)/prometheus-$(PROMETHEUS3_VERSION)
 PROMETHEUS3 := $(PROMETHEUS3_DIR)/prometheus
 PROMTOOL3   := $(PROMETHEUS3_DIR)/promtool
 
-.PHONY: all build run test test-unit test-deps check-metrics fmt vet lint fuzz mixin mixin-check prometheus3 scenarios demo clean
+.PHONY: all build run test test-unit test-vm test-deps check-metrics fmt vet lint fuzz mixin mixin-check prometheus3 scenarios fleet demo clean
 
 all: fmt vet build test
 
@@ -60,6 +60,14 @@ test: test-deps fmt-check vet build prometheus3 mixin-check
 # Unit tests only: no binary, no root, no packages to install.
 test-unit:
 	$(GO) test -race -count=1 -short ./internal/... ./collector/... ./cmd/...
+
+# The VM tests alone (test/vm, also part of `make test`): Debian's kernel
+# under qemu with cgroup v2, real JVMs, container and machine-wide OOM
+# kills; a few minutes without KVM (docs/testing-kernels.md).
+test-vm: test-deps build
+	mkdir -p $(ARTIFACTS)
+	$(GO) vet -tags vmguest ./test/vm/...
+	EXPORTER_BIN=$(PREFIX)/$(BIN) TOOLS_DIR=$(TOOLS_DIR) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -artifacts -outputdir $(ARTIFACTS) -v ./test/vm/
 
 test-deps:
 	./scripts/install-test-deps.sh
@@ -118,6 +126,19 @@ $(PROMETHEUS3) $(PROMTOOL3) &:
 scenarios: test-deps build prometheus3
 	SCENARIOS=all SCENARIOS_REPORT=$(PREFIX)/mixin/scenarios.md EXPORTER_BIN=$(PREFIX)/$(BIN) PROMETHEUS3=$(PROMETHEUS3) \
 	  $(GO) test -race -count=1 -parallel 16 -timeout 40m -run '^TestScenarios$$' -v ./test/e2e/
+
+# A simulated fleet of NODES nodes (internal/fleetsim, served from one
+# process) with 6 h of history, scraped by Prometheus 3 with the mixin's
+# rules and alerts and measured: head series, samples/s, memory, each rule
+# group's evaluation time, each dashboard query over 1 h and 6 h
+# (test/fleet/measure_test.go). The report goes to FLEET_REPORT; the
+# figures are in docs/cardinality.md. 1,000 nodes take about an hour.
+NODES ?= 100
+FLEET_REPORT ?= $(ARTIFACTS)/fleet-$(NODES).md
+fleet: prometheus3
+	mkdir -p $(ARTIFACTS)
+	FLEET_NODES=$(NODES) FLEET_REPORT=$(FLEET_REPORT) PROMETHEUS3=$(PROMETHEUS3) \
+	  $(GO) test -count=1 -timeout 4h -run '^TestFleetMeasure$$' -v ./test/fleet/
 
 demo: build
 	./deploy/prometheus/demo.sh
