@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tests run for real, from Debian's packages, when it is
 # missing: promtool + prometheus, alertmanager, the JDK's java/javac/jstat,
-# kubectl, and chromium.
+# kubectl, chromium, and what the VM tests (test/vm) boot a kernel with.
 # CI machines are fresh, so the package lists are updated first.
 set -euo pipefail
 
@@ -21,6 +21,11 @@ command -v lxcfs >/dev/null 2>&1 || need+=(lxcfs)
 command -v kubectl >/dev/null 2>&1 || need+=(kubernetes-client)
 # The status page test opens / in a real headless browser.
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
+# The VM tests boot Debian's kernel under qemu (its package is fetched by
+# the tests themselves, with apt-get download) with a busybox initramfs:
+# the busybox must be static, as nothing else is in the initramfs.
+command -v qemu-system-x86_64 >/dev/null 2>&1 || need+=(qemu-system-x86)
+dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' || need+=(busybox-static)
 
 if [ ${#need[@]} -eq 0 ]; then
   echo "test dependencies: all present"
