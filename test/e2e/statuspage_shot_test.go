@@ -64,7 +64,7 @@ func TestStatusPageNativeKill(t *testing.T) {
 	}
 
 	dom := chromiumDumpDOM(t, chromium, "http://"+e.Addr+"/")
-	for _, want := range []string{`<span class="region">malloc</span>`, "malloc grew", "MALLOC_ARENA_MAX=2", app} {
+	for _, want := range []string{`<span class="region">malloc</span>`, "malloc grew", "MALLOC_ARENA_MAX=2", app, "live heap", "of 384 MiB heap max"} {
 		if !strings.Contains(dom, want) {
 			t.Errorf("the rendered page lacks %q", want)
 		}
