@@ -28,17 +28,6 @@ type exporter struct {
 	mu   *sync.Mutex
 }
 
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
-}
-
-func (l lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
 // startExporter runs the binary with args plus a loopback listen address and
 // waits until it answers plain HTTP. It is stopped when the test ends; its
 // log is printed if the test failed.
@@ -68,8 +57,8 @@ func startExporterNoWait(t testing.TB, addr string, args ...string) *exporter {
 func startExporterCmd(t testing.TB, addr string, cmd *exec.Cmd) *exporter {
 	t.Helper()
 	e := &exporter{Addr: addr, logs: &bytes.Buffer{}, mu: &sync.Mutex{}, cmd: cmd}
-	e.cmd.Stdout = lockedWriter{e.mu, e.logs}
-	e.cmd.Stderr = lockedWriter{e.mu, e.logs}
+	e.cmd.Stdout = testenv.LockedWriter{Mu: e.mu, W: e.logs}
+	e.cmd.Stderr = testenv.LockedWriter{Mu: e.mu, W: e.logs}
 	e.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := e.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -6,17 +6,13 @@ package e2e
 // ends, their logs printed if it failed.
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -63,7 +59,7 @@ func startPrometheus(t testing.TB, cfg promConfig) *promServer {
 	}
 	p := &promServer{Addr: testenv.FreeAddr(t), dir: t.TempDir(), cfg: cfg}
 	p.writeConfig(t)
-	startDaemon(t, cfg.Binary, "--config.file="+filepath.Join(p.dir, "prometheus.yml"),
+	testenv.StartDaemon(t, cfg.Binary, "--config.file="+filepath.Join(p.dir, "prometheus.yml"),
 		"--storage.tsdb.path="+filepath.Join(p.dir, "data"), "--web.listen-address="+p.Addr,
 		"--web.enable-lifecycle")
 	waitReady(t, "prometheus", p.Addr)
@@ -206,35 +202,11 @@ receivers:
 		t.Fatal(err)
 	}
 	addr := testenv.FreeAddr(t)
-	startDaemon(t, bin, "--config.file="+filepath.Join(dir, "alertmanager.yml"),
+	testenv.StartDaemon(t, bin, "--config.file="+filepath.Join(dir, "alertmanager.yml"),
 		"--storage.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr,
 		"--cluster.listen-address=")
 	waitReady(t, "alertmanager", addr)
 	return addr
-}
-
-// startDaemon runs a server, kills it when the test ends and prints its
-// output if the test failed.
-func startDaemon(t testing.TB, bin string, args ...string) {
-	t.Helper()
-	var out bytes.Buffer
-	var mu sync.Mutex
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout = lockedWriter{&mu, &out}
-	cmd.Stderr = lockedWriter{&mu, &out}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		if t.Failed() {
-			mu.Lock()
-			defer mu.Unlock()
-			t.Logf("%s output:\n%s", filepath.Base(bin), out.String())
-		}
-	})
 }
 
 // waitReady polls a /-/ready endpoint.

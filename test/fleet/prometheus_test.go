@@ -5,18 +5,13 @@ package fleet
 // log printed if the test failed.
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -51,26 +46,9 @@ func startProm(t testing.TB, config func(p *prom) string, flags ...string) *prom
 	if err := os.WriteFile(cfg, []byte(config(p)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var out bytes.Buffer
-	var mu sync.Mutex
-	cmd := exec.Command(prometheus3(t), append([]string{"--config.file=" + cfg,
+	testenv.StartDaemon(t, prometheus3(t), append([]string{"--config.file=" + cfg,
 		"--storage.tsdb.path=" + filepath.Join(p.Dir, "data"), "--web.listen-address=" + p.Addr,
 		"--web.enable-lifecycle"}, flags...)...)
-	cmd.Stdout = lockedWriter{&mu, &out}
-	cmd.Stderr = lockedWriter{&mu, &out}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		if t.Failed() {
-			mu.Lock()
-			defer mu.Unlock()
-			t.Logf("prometheus output:\n%s", out.String())
-		}
-	})
 	testenv.WaitFor(t, 2*time.Minute, "prometheus to be ready", func() bool {
 		resp, err := http.Get("http://" + p.Addr + "/-/ready")
 		if err != nil {
@@ -80,17 +58,6 @@ func startProm(t testing.TB, config func(p *prom) string, flags ...string) *prom
 		return resp.StatusCode == http.StatusOK
 	})
 	return p
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
-}
-
-func (l lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
 }
 
 // sample is one series of an answer: Value for an instant vector, Values
