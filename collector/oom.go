@@ -105,7 +105,7 @@ func NewOOMCollector(cfg OOMConfig, source jvm.SampleSource, logger log.Logger) 
 		logger: logger,
 		now:    time.Now,
 		kills: prometheus.NewDesc(prometheus.BuildFQName(namespace, "oom", "kills_total"),
-			"Processes killed by the kernel OOM killer since the exporter started, by victim (identity labels empty when it was not a tracked JVM), constraint and judged cause (heap, native, node, unknown). A new victim's series reads 0 for one scrape before its first kill counts, so increase() sees it.",
+			"Processes killed by the kernel OOM killer since the exporter started, by victim (identity labels the executor's for a process killed in its cgroup, empty when neither a tracked JVM nor in the cgroup of one), constraint and judged cause (heap, native, node, unknown). A new victim's series reads 0 for one scrape before its first kill counts, so increase() sees it.",
 			oomKillLabels, nil),
 		records: prometheus.NewDesc(prometheus.BuildFQName(namespace, "oom", "kmsg_records_total"),
 			"Kernel log records read since the exporter started; flat while the kernel logs means the reader is stuck.", nil, nil),
@@ -177,7 +177,7 @@ func (c *oomCollector) handleRecord(record []byte) {
 
 // recordKill counts one kill against its victim and logs it.
 func (c *oomCollector) recordKill(k oom.Kill) {
-	a := oom.Attribute(k, c.lookupVictim)
+	a := oom.Attribute(k, c.lookupVictim, c.lookupOwner)
 	if a.Reused {
 		level.Debug(c.logger).Log("msg", "OOM victim's pid matches a JVM in another cgroup; not attributed",
 			"pid", k.PID, "task_memcg", k.TaskMemcg)
@@ -186,7 +186,9 @@ func (c *oomCollector) recordKill(k oom.Kill) {
 	labels := []string{"", "", "", "", k.Constraint, a.Verdict.Cause, labelValue(k.Task), "", "", "", a.Verdict.Region}
 	memcg := k.TaskMemcg
 	if a.Found {
-		labels[0] = strconv.Itoa(k.PID)
+		// A child's kill carries its executor's identity, pid included:
+		// task names the child.
+		labels[0] = strconv.Itoa(a.Victim.PID)
 		labels[1], labels[2], labels[3] = labelValue(a.Victim.Role), labelValue(a.Victim.AppID), labelValue(a.Victim.ExecutorID)
 		if a.Victim.CgroupPath != "" {
 			memcg = a.Victim.CgroupPath
@@ -208,7 +210,8 @@ func (c *oomCollector) recordKill(k oom.Kill) {
 	c.mu.Unlock()
 
 	c.logKill(a, now)
-	if a.Found && c.cfg.Attributed != nil {
+	// A child's kill is no end of its JVM, which lives on.
+	if a.Found && !a.Child && c.cfg.Attributed != nil {
 		c.cfg.Attributed(k.PID, now, a.Verdict.Cause, a.Verdict.Region)
 	}
 }
@@ -223,6 +226,40 @@ func (c *oomCollector) lookupVictim(pid int) (oom.Victim, bool) {
 		return oom.Victim{}, false
 	}
 	return victimOf(s), true
+}
+
+// liveJVMs is a sample source that also says which JVMs are alive: the
+// JVM tracker. A killed process that is no JVM is looked up among them
+// by its cgroup.
+type liveJVMs interface {
+	Last() jvm.View
+}
+
+// lookupOwner hands the attribution the JVM whose memory cgroup is the
+// kernel's task_memcg of a victim that was no tracked JVM, when exactly one
+// is in it. Executors sharing a cgroup (a standalone worker's) cannot be
+// told apart from the cgroup: their children's kills stay unattributed.
+func (c *oomCollector) lookupOwner(memcg string) (oom.Victim, bool) {
+	src, ok := c.source.(liveJVMs)
+	if !ok || src == nil {
+		return oom.Victim{}, false
+	}
+	view := src.Last()
+	var owner *jvm.JVM
+	for i := range view.JVMs {
+		j := &view.JVMs[i]
+		if !oom.SameMemcg(j.CgroupPath, memcg) {
+			continue
+		}
+		if owner != nil {
+			return oom.Victim{}, false
+		}
+		owner = j
+	}
+	if owner == nil {
+		return oom.Victim{}, false
+	}
+	return victimOf(owner.Sample), true
 }
 
 // victimOf is the part of a JVM's sample that judging a kill needs.
@@ -243,6 +280,10 @@ func (c *oomCollector) logKill(a oom.Attribution, now time.Time) {
 	k, s, v := a.Kill, a.Victim, a.Verdict
 	who := fmt.Sprintf("process %d (%s)", k.PID, k.Task)
 	switch {
+	case a.Child && s.Role == "executor":
+		who = fmt.Sprintf("process %d (%s) of Spark executor %s of %s (pid %d)", k.PID, k.Task, s.ExecutorID, s.AppID, s.PID)
+	case a.Child:
+		who = fmt.Sprintf("process %d (%s) in the cgroup of JVM pid %d", k.PID, k.Task, s.PID)
 	case a.Found && s.Role == "executor":
 		who = fmt.Sprintf("Spark executor %s of %s (pid %d)", s.ExecutorID, s.AppID, k.PID)
 	case a.Found && s.Role == "driver":
@@ -257,6 +298,9 @@ func (c *oomCollector) logKill(a oom.Attribution, now time.Time) {
 		"killed_anon_rss_mib", mibOf(k.AnonRSSKiB << 10),
 	}
 	if a.Found {
+		if a.Child {
+			kv = append(kv, "jvm_pid", s.PID)
+		}
 		kv = append(kv,
 			"role", s.Role, "app_id", s.AppID, "executor_id", s.ExecutorID,
 			"sample_age_seconds", fmt.Sprintf("%.1f", now.Sub(s.SampledAt).Seconds()),

@@ -44,12 +44,21 @@ type Victim struct {
 // one was kept.
 type VictimLookup func(pid int) (Victim, bool)
 
+// OwnerLookup returns the last reading of the one tracked JVM whose
+// memory cgroup is memcg (a path as the kernel prints it), if exactly one
+// is: a process killed there that is no tracked JVM is that executor's
+// (a PySpark worker, anything else it started).
+type OwnerLookup func(memcg string) (Victim, bool)
+
 // Attribution is a kill with its victim and the judged cause.
 type Attribution struct {
-	Kill    Kill
-	Victim  Victim // zero unless Found
-	Found   bool   // the victim was a tracked process in the kill's memcg
-	Reused  bool   // a tracked process had the pid, but in another memcg
+	Kill   Kill
+	Victim Victim // zero unless Found
+	Found  bool   // the victim was a tracked process in the kill's memcg, or in its cgroup (Child)
+	Reused bool   // a tracked process had the pid, but in another memcg
+	// Child: the process killed was not the JVM but another in the JVM's
+	// memory cgroup; Victim is the JVM's reading, and the JVM lives on.
+	Child   bool
 	Verdict Verdict
 }
 
@@ -57,8 +66,11 @@ type Attribution struct {
 // between a kernel record and a counted kill. A pid whose last reading was
 // in another memory cgroup than the kernel's task_memcg belongs to a
 // process that has since been replaced (pid reuse): it is not the victim.
-// lookup may be nil when nothing is tracked.
-func Attribute(k Kill, lookup VictimLookup) Attribution {
+// A victim that is no tracked JVM is the executor's whose cgroup it was
+// killed in, when owner names one: the kill carries that executor's
+// identity, judged as a child's (judgeChild). lookup and owner may be nil
+// when nothing is tracked.
+func Attribute(k Kill, lookup VictimLookup, owner OwnerLookup) Attribution {
 	a := Attribution{Kill: k}
 	if lookup != nil {
 		a.Victim, a.Found = lookup(k.PID)
@@ -69,8 +81,25 @@ func Attribute(k Kill, lookup VictimLookup) Attribution {
 	if a.Found && !sameMemcg(a.Victim.CgroupPath, k.TaskMemcg) {
 		a.Victim, a.Found, a.Reused = Victim{}, false, true
 	}
-	a.Verdict = Judge(k, a.Victim, a.Found)
+	// Without the kernel's task_memcg (before 4.19) a process's cgroup is
+	// not known from the kill: nothing to find its executor by.
+	if !a.Found && owner != nil && k.TaskMemcg != "" {
+		if v, ok := owner(k.TaskMemcg); ok && v.PID != k.PID && v.CgroupPath != "" && sameMemcg(v.CgroupPath, k.TaskMemcg) {
+			a.Victim, a.Found, a.Child = v, true, true
+		}
+	}
+	if a.Child {
+		a.Verdict = judgeChild(k, a.Victim)
+	} else {
+		a.Verdict = Judge(k, a.Victim, a.Found)
+	}
 	return a
+}
+
+// SameMemcg says whether a process's cgroup, as /proc/<pid>/cgroup gives
+// it, and a memcg the kernel printed can be the same group; both known.
+func SameMemcg(procPath, kernelPath string) bool {
+	return procPath != "" && kernelPath != "" && sameMemcg(procPath, kernelPath)
 }
 
 // sameMemcg says whether the process's cgroup (from /proc/<pid>/cgroup)

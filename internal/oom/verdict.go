@@ -2,6 +2,7 @@ package oom
 
 import (
 	"fmt"
+	"regexp"
 
 	"github.com/executor-exporter/executor_exporter/internal/nativemem"
 )
@@ -146,3 +147,37 @@ func judgeCause(k Kill, s Victim, found bool) Verdict {
 			Advice: s.overheadAdvice(nonHeap)}
 	}
 }
+
+// judgeChild says why a process in an executor's cgroup, not the JVM, was
+// killed. The kernel chose it for its memory (its oom_score): memory
+// beside the heap filled the container (native), and a Python child is a
+// PySpark worker, whose budget is spark.executor.pyspark.memory. A global
+// OOM is the node's, whoever it chose.
+func judgeChild(k Kill, s Victim) Verdict {
+	switch k.Constraint {
+	case ConstraintNone, ConstraintCpuset, ConstraintMemoryPolicy:
+		v := judgeCause(k, s, true)
+		v.Reason = fmt.Sprintf("the executor's child %s (pid %d) was killed: %s", k.Task, k.PID, v.Reason)
+		return v
+	}
+	killed := (k.AnonRSSKiB + k.ShmemRSSKiB) << 10
+	usage, usageOf := s.usage()
+	v := Verdict{Cause: CauseNative,
+		Reason: fmt.Sprintf("the executor's child %s (pid %d), not the JVM, was killed holding %.0f MiB at %s %.0f MiB; the JVM lives on",
+			k.Task, k.PID, float64(killed)/(1<<20), usageOf, float64(usage)/(1<<20))}
+	if isPython(k.Task) {
+		v.Region = RegionPython
+		s.RSSPython = max(s.RSSPython, killed)
+		v.Advice = s.pythonAdvice()
+		return v
+	}
+	v.Advice = s.overheadAdvice(max(usage-min(usage, s.HeapCommitted), killed))
+	return v
+}
+
+// pythonTask is a Python interpreter's command name (python, python3,
+// python3.11), as PySpark's workers have: the rule by which the process
+// tree's resident memory counts them as Python (internal/procmem).
+var pythonTask = regexp.MustCompile(`^python(\d+(\.\d+)?)?$`)
+
+func isPython(task string) bool { return pythonTask.MatchString(task) }
