@@ -56,19 +56,18 @@ type jvmCollector struct {
 	podLabels []string
 	infoDescs infoDescs
 
-	descs                                   descTable // the per-JVM series' Descs
-	info                                    *prometheus.Desc
-	memUsed, memCommitted, memMax           *prometheus.Desc
-	poolUsed, poolCommitted, poolMax        *prometheus.Desc
-	gcCollections, gcSeconds                *prometheus.Desc
-	threads, classes, safepoint, startTime  *prometheus.Desc
-	rss                                     *prometheus.Desc
-	cgLimit, cgUsage, cgWorkingSet, cgKills *prometheus.Desc
-	cgMemory                                *prometheus.Desc
-	processes, dropped, readErrors          *prometheus.Desc
-	native, nativeTime, nativeReads         *prometheus.Desc
-	reads, notifications                    *prometheus.Desc
-	peak, residentPeak, cgPeak              *prometheus.Desc
+	descs                                  descTable // the per-JVM series' Descs
+	info                                   *prometheus.Desc
+	memUsed, memCommitted, memMax          *prometheus.Desc
+	poolUsed, poolCommitted, poolMax       *prometheus.Desc
+	gcCollections, gcSeconds               *prometheus.Desc
+	threads, classes, safepoint, startTime *prometheus.Desc
+	rss                                    *prometheus.Desc
+	containerDescs
+	processes, dropped, readErrors  *prometheus.Desc
+	native, nativeTime, nativeReads *prometheus.Desc
+	reads, notifications            *prometheus.Desc
+	peak, residentPeak, cgPeak      *prometheus.Desc
 
 	// The per-JVM series of the last view (jvm_series.go).
 	buildMu sync.Mutex
@@ -110,18 +109,13 @@ func NewJVMCollector(tracker *jvm.Tracker, logger log.Logger) Collector {
 		startTime:     descs.desc("jvm", "start_time_seconds", "When the JVM was created, seconds since the epoch."),
 		rss: descs.desc("process", "resident_memory_bytes",
 			"Resident memory of the JVM's process tree: the JVM itself, Python children (PySpark workers), other children.", "kind"),
-		cgLimit:      descs.desc("container", "memory_limit_bytes", "Memory limit of the cgroup holding the JVM; absent when unlimited."),
-		cgUsage:      descs.desc("container", "memory_usage_bytes", "Memory charged to the cgroup holding the JVM."),
-		cgWorkingSet: descs.desc("container", "memory_working_set_bytes", "Usage minus inactive file cache, what the kubelet and the OOM killer look at."),
-		cgKills:      descs.desc("container", "oom_kills_total", "OOM kills in the cgroup holding the JVM."),
+		containerDescs: newContainerDescs(descs),
 		cgPeak: descs.desc("container", "memory_peak_bytes",
 			"Highest memory charged to the cgroup holding the JVM, kept by the kernel (v1 memory.max_usage_in_bytes, v2 memory.peak); exported for --exits.retention after the JVM ends."),
 		residentPeak: descs.desc("process", "resident_memory_peak_bytes",
 			"Highest resident memory of the JVM process (VmHWM, kept by the kernel); exported for --exits.retention after the JVM ends."),
 		peak: descs.desc("jvm", "memory_peak_bytes",
 			"Highest value seen at a reading since the JVM was first read, by kind: heap_live (heap less eden: what survived collections), nonheap (resident memory of the JVM and its non-Python children less the committed heap), python (PySpark workers' resident memory); exported for --exits.retention after the JVM ends (docs/metrics.md#peaks).", "kind"),
-		cgMemory: descs.desc("container", "memory_bytes",
-			"Memory charged to the cgroup holding the JVM, by kind (memory.stat): anon, file (page cache, shmem included), shmem (tmpfs and shared memory), kernel (slab, stacks, page tables, sockets; cgroup v2 only).", "kind"),
 		native: descs.desc("jvm", "native_memory_bytes",
 			"Resident memory of the JVM process by region, from /proc/<pid>/smaps and the JVM's reservations (docs/jvm.md#native-memory-by-region); read when it can have changed.", "region"),
 		nativeTime: descs.desc("jvm", "native_memory_timestamp_seconds",
@@ -247,31 +241,7 @@ func (c *jvmCollector) updateJVM(b *seriesBuilder, j *jvm.JVM, pod podIdentity) 
 	gauge(c.rss, float64(j.RSSPython), "python")
 	gauge(c.rss, float64(j.RSSOther), "other")
 
-	if j.HasCgroup {
-		if j.Cgroup.Limit > 0 {
-			gauge(c.cgLimit, float64(j.Cgroup.Limit))
-		}
-		gauge(c.cgUsage, float64(j.Cgroup.Usage))
-		gauge(c.cgWorkingSet, float64(j.Cgroup.WorkingSet))
-		if j.Cgroup.HasOOMKills {
-			counter(c.cgKills, float64(j.Cgroup.OOMKills))
-		}
-		// A kind memory.stat lacks (kernel on cgroup v1) is absent, not 0.
-		for _, k := range [...]struct {
-			kind  string
-			v     uint64
-			known bool
-		}{
-			{"anon", j.Cgroup.Anon, j.Cgroup.HasAnon},
-			{"file", j.Cgroup.File, j.Cgroup.HasFile},
-			{"shmem", j.Cgroup.Shmem, j.Cgroup.HasShmem},
-			{"kernel", j.Cgroup.Kernel, j.Cgroup.HasKernel},
-		} {
-			if k.known {
-				gauge(c.cgMemory, float64(k.v), k.kind)
-			}
-		}
-	}
+	c.sendContainer(b, j)
 	if n := j.Native; n != nil {
 		for r := nativemem.Region(0); r < nativemem.NumRegions; r++ {
 			gauge(c.native, float64(n.Last.Regions[r]), r.String())

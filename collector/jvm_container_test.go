@@ -100,3 +100,69 @@ func TestContainerMemoryByKindLive(t *testing.T) {
 		t.Errorf("kernel series present %v on cgroup v%d", hasKernel, cg.Version)
 	}
 }
+
+// The signals of a cgroup running short are each version's own: PSI,
+// memory.events and memory.high on v2, failcnt on v1, none invented for
+// the other; a figure the kernel did not give is absent.
+func TestContainerSignals(t *testing.T) {
+	v2 := procmem.CgroupMemory{Path: "/kubepods.slice/a", Version: 2, Usage: 100, High: 96,
+		Pressure:  procmem.Pressure{SomeTotal: 2500000, FullTotal: 500000, HasSome: true, HasFull: true},
+		Events:    procmem.MemoryEvents{High: 3, Max: 7, OOM: 1, OOMKill: 1, HasLow: true, HasHigh: true, HasMax: true, HasOOM: true, HasOOMKill: true},
+		HasEvents: true, OOMKills: 1, HasOOMKills: true}
+	// A 4.x kernel: no PSI, no oom_kill, memory.high left at max.
+	v2Old := procmem.CgroupMemory{Path: "/kubepods.slice/b", Version: 2, Usage: 100,
+		Events: procmem.MemoryEvents{Max: 2, HasLow: true, HasHigh: true, HasMax: true, HasOOM: true}, HasEvents: true}
+	v1 := procmem.CgroupMemory{Path: "/kubepods/c", Version: 1, Usage: 100, FailCnt: 42, HasFailCnt: true, OOMKills: 2, HasOOMKills: true}
+	view := jvm.View{Time: time.Now()}
+	for i, cg := range []procmem.CgroupMemory{v2, v2Old, v1} {
+		view.JVMs = append(view.JVMs, jvm.JVM{Sample: jvm.Sample{Identity: jvm.Identity{PID: 100 + i, Role: "executor", AppID: "app-1", ExecutorID: strconv.Itoa(i)}},
+			Cgroup: cg, HasCgroup: true})
+	}
+	c := NewJVMCollector(nil, log.NewNopLogger()).(*jvmCollector)
+	got := map[string]float64{}
+	for _, mf := range c.series(view).families {
+		name := mf.GetName()
+		switch name {
+		case "executor_container_memory_pressure_stall_seconds_total", "executor_container_memory_events_total",
+			"executor_container_memory_high_bytes", "executor_container_memory_failcnt_total":
+		default:
+			continue
+		}
+		if mf.GetHelp() == "" {
+			t.Errorf("%s: no help", name)
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				labels[lp.GetName()] = lp.GetValue()
+			}
+			key := name + "/" + labels["pid"]
+			if k := labels["kind"] + labels["event"]; k != "" {
+				key += "/" + k
+			}
+			v := m.GetGauge().GetValue()
+			if m.GetCounter() != nil {
+				v = m.GetCounter().GetValue()
+			}
+			got[key] = v
+		}
+	}
+	want := map[string]float64{
+		"executor_container_memory_pressure_stall_seconds_total/100/some": 2.5,
+		"executor_container_memory_pressure_stall_seconds_total/100/full": 0.5,
+		"executor_container_memory_events_total/100/low":                  0,
+		"executor_container_memory_events_total/100/high":                 3,
+		"executor_container_memory_events_total/100/max":                  7,
+		"executor_container_memory_events_total/100/oom":                  1,
+		"executor_container_memory_events_total/100/oom_kill":             1,
+		"executor_container_memory_high_bytes/100":                        96,
+		"executor_container_memory_events_total/101/low":                  0,
+		"executor_container_memory_events_total/101/high":                 0,
+		"executor_container_memory_events_total/101/max":                  2,
+		"executor_container_memory_events_total/101/oom":                  0,
+		"executor_container_memory_failcnt_total/102":                     42,
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("got  %v\nwant %v", got, want)
+	}
+}

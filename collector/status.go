@@ -66,6 +66,9 @@ func statusJVM(j *jvm.JVM, pods cloud.PodsSnapshot) statuspage.JVM {
 	out.Namespace, out.Pod = labelValue(pod.namespace), labelValue(pod.pod)
 	if j.HasCgroup {
 		out.ContainerLimit, out.ContainerUsage = j.Cgroup.Limit, j.Cgroup.Usage
+		if p := j.Cgroup.Pressure; p.HasSome {
+			out.ContainerPressure = &statuspage.Pressure{SomeAvg10: p.SomeAvg10, FullAvg10: p.FullAvg10}
+		}
 	}
 	return out
 }
@@ -103,7 +106,7 @@ func statusKill(r *recentKill) statuspage.Kill {
 		Namespace:     r.namespace, Pod: r.pod,
 	}
 	if r.Found {
-		id := statusIdentity(k.PID, v.Role, v.AppID, v.ExecutorID)
+		id := statusIdentity(v.PID, v.Role, v.AppID, v.ExecutorID)
 		id.Namespace, id.Pod = r.namespace, r.pod
 		out.Victim = &id
 		out.LastSample = &statuspage.Sample{Time: v.SampledAt, Memory: statuspage.Memory{

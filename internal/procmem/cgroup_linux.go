@@ -8,6 +8,8 @@ import (
 	"path"
 	"path/filepath"
 	"strconv"
+
+	"golang.org/x/sys/unix"
 )
 
 // CgroupMemory is the state of the memory cgroup that holds a process.
@@ -57,23 +59,39 @@ type CgroupMemory struct {
 	// vmalloc and slab, those present.
 	Kernel                                uint64
 	HasAnon, HasFile, HasShmem, HasKernel bool
+
+	// What the kernel says of the cgroup running short, before usage
+	// shows it. v2: Events (memory.events, whose oom_kill is OOMKills),
+	// Pressure (memory.pressure; absent when the kernel has no PSI) and
+	// High (memory.high, 0 when "max": Kubernetes sets it with MemoryQoS).
+	// v1: FailCnt (memory.failcnt), the charges that hit the limit.
+	Events     MemoryEvents
+	HasEvents  bool
+	Pressure   Pressure
+	High       uint64
+	FailCnt    uint64
+	HasFailCnt bool
 }
 
 // cgroupFile names the files to read for one cgroup version.
 type cgroupFiles struct {
 	limit, usage, stat, oom, peak string
-	v2                            bool // memory.stat's keys are v2's
+	failcnt                       string // v1 only
+	pressure, high                string // v2 only
+	v2                            bool   // memory.stat's keys are v2's, oom is memory.events
 	parseLimit                    func([]byte) (uint64, error)
 }
 
 var (
 	v1Files = cgroupFiles{
 		limit: "memory.limit_in_bytes", usage: "memory.usage_in_bytes",
-		stat: "memory.stat", oom: "memory.oom_control", peak: "memory.max_usage_in_bytes", parseLimit: parseV1Limit,
+		stat: "memory.stat", oom: "memory.oom_control", peak: "memory.max_usage_in_bytes",
+		failcnt: "memory.failcnt", parseLimit: parseV1Limit,
 	}
 	v2Files = cgroupFiles{
 		limit: "memory.max", usage: "memory.current",
-		stat: "memory.stat", oom: "memory.events", peak: "memory.peak", v2: true, parseLimit: parseV2Max,
+		stat: "memory.stat", oom: "memory.events", peak: "memory.peak",
+		pressure: "memory.pressure", high: "memory.high", v2: true, parseLimit: parseV2Max,
 	}
 )
 
@@ -189,15 +207,87 @@ func readCgroupFilesWith(read func(name string) ([]byte, error), f cgroupFiles, 
 		return err
 	}
 
-	oom, err := read(f.oom)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
+	if err := readOOM(read, f, m); err != nil {
 		return err
+	}
+	return readSignals(read, f, m)
+}
+
+// readOOM reads the OOM kills: v1 memory.oom_control, v2 memory.events,
+// all of whose counts are kept.
+func readOOM(read func(name string) ([]byte, error), f cgroupFiles, m *CgroupMemory) error {
+	oom, err := readOptional(read, f.oom)
+	if oom == nil || err != nil {
+		return err
+	}
+	if f.v2 {
+		if m.Events, err = parseMemoryEvents(oom); err != nil {
+			return fmt.Errorf("%s: %w", f.oom, err)
+		}
+		m.HasEvents = true
+		m.OOMKills, m.HasOOMKills = m.Events.OOMKill, m.Events.HasOOMKill
+		return nil
 	}
 	if m.OOMKills, m.HasOOMKills, err = parseKeyedUint(oom, "oom_kill"); err != nil {
 		return fmt.Errorf("%s: %w", f.oom, err)
 	}
 	return nil
+}
+
+// readSignals reads the files only one version has: v2's pressure and
+// high, v1's failcnt. Each may be missing (a kernel without PSI, a
+// controller without the file), which costs only its own figure.
+func readSignals(read func(name string) ([]byte, error), f cgroupFiles, m *CgroupMemory) error {
+	if f.failcnt != "" {
+		b, err := readOptional(read, f.failcnt)
+		if err != nil {
+			return err
+		}
+		if b != nil {
+			if m.FailCnt, err = parseSingleUint(b); err != nil {
+				return fmt.Errorf("%s: %w", f.failcnt, err)
+			}
+			m.HasFailCnt = true
+		}
+	}
+	if f.pressure != "" {
+		b, err := readOptional(read, f.pressure)
+		if err != nil {
+			return err
+		}
+		if b != nil {
+			if m.Pressure, err = parsePressure(b); err != nil {
+				return fmt.Errorf("%s: %w", f.pressure, err)
+			}
+		}
+	}
+	if f.high != "" {
+		b, err := readOptional(read, f.high)
+		if err != nil {
+			return err
+		}
+		if b != nil {
+			if m.High, err = parseV2Max(b); err != nil {
+				return fmt.Errorf("%s: %w", f.high, err)
+			}
+		}
+	}
+	return nil
+}
+
+// readOptional reads a file that older kernels lack: nil without error
+// when it is missing, or when the kernel has it but not the feature
+// behind it (memory.pressure reads EOPNOTSUPP with PSI off at boot).
+func readOptional(read func(name string) ([]byte, error), name string) ([]byte, error) {
+	b, err := read(name)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.EOPNOTSUPP) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if b == nil {
+		b = []byte{}
+	}
+	return b, nil
 }

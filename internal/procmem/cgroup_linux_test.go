@@ -24,7 +24,7 @@ func TestReadCgroupMemoryFixtures(t *testing.T) {
 			name: "v1 limited with oom kills", tree: "cgroupv1", pid: 10,
 			want: CgroupMemory{Path: "/kubepods/burstable/pod1/limited", Version: 1, Limit: 256 * mib,
 				Usage: 100 * mib, WorkingSet: 90 * mib, OOMKills: 3, HasOOMKills: true, HasAnon: true, HasFile: true,
-				Peak: 180 * mib, HasPeak: true},
+				Peak: 180 * mib, HasPeak: true, FailCnt: 37, HasFailCnt: true},
 		},
 		{
 			name: "v1 unlimited, kernel without oom_kill", tree: "cgroupv1", pid: 11,
@@ -69,7 +69,10 @@ func TestReadCgroupMemoryFixtures(t *testing.T) {
 			name: "v2 container", tree: "cgroupv2", pid: 30,
 			want: CgroupMemory{Path: "/kubepods.slice/kubepods-pod1.slice/cri-containerd-abc.scope", Version: 2,
 				Limit: 512 * mib, Usage: 300 * mib, WorkingSet: 256 * mib, OOMKills: 1, HasOOMKills: true, Anon: 1, File: 2, HasAnon: true, HasFile: true,
-				Peak: 450 * mib, HasPeak: true},
+				Peak: 450 * mib, HasPeak: true,
+				Events: MemoryEvents{Max: 12, OOM: 2, OOMKill: 1, HasLow: true, HasHigh: true, HasMax: true, HasOOM: true, HasOOMKill: true}, HasEvents: true,
+				Pressure: Pressure{SomeTotal: 4500000, FullTotal: 1250000, SomeAvg10: 12.5, FullAvg10: 2.25, HasSome: true, HasFull: true},
+				High:     384 * mib},
 		},
 		{
 			name: "v2 unlimited, no memory.events", tree: "cgroupv2", pid: 31,
@@ -81,6 +84,7 @@ func TestReadCgroupMemoryFixtures(t *testing.T) {
 		{name: "v2 bad memory.events", tree: "cgroupv2", pid: 35, wantErr: "memory.events: oom_kill"},
 		{name: "v2 bad memory.stat", tree: "cgroupv2", pid: 36, wantErr: "memory.stat: inactive_file"},
 		{name: "v2 bad memory.peak", tree: "cgroupv2", pid: 39, wantErr: "memory.peak: not an unsigned integer"},
+		{name: "v2 bad memory.pressure", tree: "cgroupv2", pid: 40, wantErr: "memory.pressure: some total"},
 		// The two v2 memory.stat files below are written by hand in the
 		// format of Documentation/admin-guide/cgroup-v2.rst and
 		// mm/memcontrol.c (key order, units, lines of a 6.8 and a 5.15
@@ -92,14 +96,16 @@ func TestReadCgroupMemoryFixtures(t *testing.T) {
 			want: CgroupMemory{Path: "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod2.slice/cri-containerd-def.scope",
 				Version: 2, Limit: 5 << 30, Usage: 2058797056, WorkingSet: 2058797056 - 178257920, HasOOMKills: true,
 				Anon: 1719664640, File: 312475648, Shmem: 64 * mib, Kernel: 26529792 + 126976,
-				HasAnon: true, HasFile: true, HasShmem: true, HasKernel: true},
+				HasAnon: true, HasFile: true, HasShmem: true, HasKernel: true,
+				Events: MemoryEvents{HasLow: true, HasHigh: true, HasMax: true, HasOOM: true, HasOOMKill: true}, HasEvents: true},
 		},
 		{
 			name: "v2 kernel before 5.18: the parts summed", tree: "cgroupv2", pid: 38,
 			want: CgroupMemory{Path: "/system.slice/spark-worker.service/app-1-exec-2",
 				Version: 2, Usage: 912261120, WorkingSet: 912261120 - 83107840, HasOOMKills: true,
 				Anon: 771751936, File: 127926272, Shmem: 16 * mib, Kernel: 1851392 + 3665920 + 712800 + 53248 + 5861224,
-				HasAnon: true, HasFile: true, HasShmem: true, HasKernel: true},
+				HasAnon: true, HasFile: true, HasShmem: true, HasKernel: true,
+				Events: MemoryEvents{HasLow: true, HasHigh: true, HasMax: true, HasOOM: true, HasOOMKill: true}, HasEvents: true},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -34,7 +34,13 @@ func BenchmarkCgroupFile(b *testing.B) {
 	}
 	r := &CgroupReader{buf: make([]byte, 4096)}
 	d := &cgroupDir{f: dir}
-	for _, name := range []string{files.limit, files.usage, files.stat, files.oom} {
+	names := []string{files.limit, files.usage, files.stat, files.oom, files.peak}
+	for _, name := range []string{files.failcnt, files.pressure, files.high} { // one version's each
+		if name != "" {
+			names = append(names, name)
+		}
+	}
+	for _, name := range names {
 		b.Run("openat-read-close/"+name, func(b *testing.B) {
 			reportCPU := testenv.CPUPerOp(b, syscall.RUSAGE_SELF)
 			for b.Loop() {

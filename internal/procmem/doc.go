@@ -84,9 +84,16 @@
 //	usage          memory.usage_in_bytes                         memory.current
 //	working set    usage − total_inactive_file (memory.stat)     usage − inactive_file
 //	OOM kills      oom_kill in memory.oom_control (≥ 4.13)       oom_kill in memory.events
+//	events         —                                             memory.events: low, high, max, oom, oom_kill
+//	pressure       —                                             memory.pressure (PSI): some/full total (µs), avg10
+//	high           —                                             memory.high; "max" = none (0)
+//	failcnt        memory.failcnt                                —
 //
 // The working set, floored at 0, is the cAdvisor / kubelet definition. When the OOM-kill
-// line or file is missing, HasOOMKills is false (not an error). Co-mounted v1
+// line or file is missing, HasOOMKills is false (not an error); so are a
+// missing memory.failcnt, memory.pressure or memory.high, and a
+// memory.pressure that reads EOPNOTSUPP (PSI off at boot): their figures
+// are absent, and no version's figure stands in for the other's. Co-mounted v1
 // controllers (cpu,memory) are looked up under their joint directory, then
 // under memory.
 //
@@ -114,7 +121,8 @@
 // (parseMemoryLine, held to procfs's parser by a differential test and a
 // fuzz target), keeps each cgroup's directory open between scans (at most
 // 1024; opened through the os.Root, so the same symlink rule holds) and
-// opens only the four files beneath it on each read. A kept
+// opens only the files beneath it on each read (six on v1, seven on v2,
+// memory.events serving both the OOM kills and the events). A kept
 // directory whose cgroup was removed reads ENOENT (ENODEV, ESTALE) and is
 // looked up again by its path, which finds a cgroup made again under the
 // same name. What is left is the kernel producing the files, memory.stat

@@ -12,8 +12,8 @@ var fixtureTime = time.Date(2026, 3, 14, 9, 26, 53, 0, time.UTC)
 // fixture is a node with what the page must tell apart: a driver, an
 // executor that fits its container, one whose heap max cannot fit, a
 // PySpark executor near its limit, a JVM with no limit, a pending spot
-// interruption, a heap kill of a tracked executor and a kill of an
-// untracked process.
+// interruption, a heap kill of a tracked executor, a PySpark worker
+// killed in its executor's container and a kill of an untracked process.
 func fixture() Snapshot {
 	sampled := fixtureTime.Add(-2 * time.Second)
 	executor := func(pid int, id string, heapMax, nonHeap, python, limit uint64) JVM {
@@ -32,6 +32,11 @@ func fixture() Snapshot {
 				Container: heapMax*3/4 + nonHeap*11/10 + python, Resident: heapMax*3/4 + nonHeap*11/10},
 		}
 	}
+	// cgroup v2 with PSI: one container idle, the PySpark one reclaiming.
+	withPressure := func(j JVM, some, full float64) JVM {
+		j.ContainerPressure = &Pressure{SomeAvg10: some, FullAvg10: full}
+		return j
+	}
 	return Snapshot{
 		Version:     "1.2.0 (branch: main, revision: abc)",
 		Time:        fixtureTime,
@@ -47,9 +52,9 @@ func fixture() Snapshot {
 		},
 		JVMsSampled: sampled,
 		JVMs: []JVM{
-			executor(4242, "10", 4096*mib, 300*mib, 0, 5120*mib),
+			withPressure(executor(4242, "10", 4096*mib, 300*mib, 0, 5120*mib), 0, 0),
 			executor(4100, "2", 1024*mib, 120*mib, 0, 1024*mib),
-			executor(4300, "3", 2048*mib, 200*mib, 600*mib, 3000*mib),
+			withPressure(executor(4300, "3", 2048*mib, 200*mib, 600*mib, 3000*mib), 14.25, 3.1),
 			{
 				Identity:  Identity{PID: 3900, Role: "driver", AppID: "spark-4f2a"},
 				MainClass: "org.apache.spark.deploy.SparkSubmit",
@@ -91,6 +96,14 @@ func fixture() Snapshot {
 				Advice:    "glibc arenas: set spark.executorEnv.MALLOC_ARENA_MAX=2 (or use jemalloc), or raise spark.executor.memoryOverhead",
 				Namespace: "etl", Pod: "etl-exec-3", KilledAnonRSS: 2000 * mib,
 				Victim: &Identity{PID: 4003, Role: "executor", AppID: "spark-4f2a", ExecutorID: "3", Namespace: "etl", Pod: "etl-exec-3"},
+			},
+			{
+				Time: fixtureTime.Add(-30 * time.Minute), PID: 4388, Task: "python3", Constraint: "CONSTRAINT_MEMCG",
+				Cause: "native", Region: "python",
+				Reason:    "the executor's child python3 (pid 4388), not the JVM, was killed holding 2410 MiB at container usage 2990 MiB; the JVM lives on",
+				Advice:    "set spark.executor.pyspark.memory to 2.9 GiB at least (or raise spark.executor.memoryOverhead by as much), or use less memory in Python UDFs",
+				Namespace: "etl", Pod: "etl-exec-3", KilledAnonRSS: 2410 * mib,
+				Victim: &Identity{PID: 4300, Role: "executor", AppID: "spark-4f2a", ExecutorID: "3", Namespace: "etl", Pod: "etl-exec-3"},
 			},
 			{
 				Time: fixtureTime.Add(-50 * time.Minute), PID: 777, Task: "python3", Constraint: "CONSTRAINT_NONE",

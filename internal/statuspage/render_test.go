@@ -73,7 +73,7 @@ func TestRenderFacts(t *testing.T) {
 		// Executor 3: 2 GiB + 200 MiB + 600 MiB of Python in 3000 MiB.
 		`<tr class="tight" data-pid="4300">`,
 		`<td class="id">etl/etl-exec-3</td>`,
-		`6 JVMs, 1 that cannot fit its container; 3 recent OOM kills`,
+		`6 JVMs, 1 that cannot fit its container; 4 recent OOM kills`,
 		// Executor 4 publishes no hsperfdata: its heap is unknown, its RSS is not.
 		`<div class="sub no-counters">no hsperfdata: perf_disable_shared_mem</div>`,
 		`heap unknown; resident 800 MiB of 1 GiB`,
@@ -83,6 +83,9 @@ func TestRenderFacts(t *testing.T) {
 		`<span class="cause cause-native">native</span>: <span class="region">malloc</span>`,
 		`<dt>sampled</dt><dd>1.5s before the kill was read</dd>`,
 		`process 777 (python3) in etl/etl-driver`,
+		// A PySpark worker killed in executor 3's container, the JVM alive.
+		`process 4388 (python3) of Spark executor 3 of spark-4f2a (pid 4300) in etl/etl-exec-3`,
+		`<div class="sub pressed" title="Share of the last 10 s`,
 		`<td>Spark executor 1 of spark-4f2a (pid 4001) in etl/etl-exec-1</td><td class="exit-reason">oom_killed</td>`,
 		`<a href="/metrics">Metrics</a>`,
 		`<span id="version">1.2.0 (branch: main, revision: abc)</span>`,

@@ -102,6 +102,17 @@ type JVM struct {
 	Counters string `json:"counters"`
 	Memory
 	Peaks Peaks `json:"peaks"`
+	// ContainerPressure is the container's memory pressure; nil when the
+	// kernel gives none (cgroup v1, or v2 without PSI).
+	ContainerPressure *Pressure `json:"container_pressure,omitempty"`
+}
+
+// Pressure is a container's pressure stall information (cgroup v2
+// memory.pressure): the share of the last 10 s its tasks stalled waiting
+// for memory, in percent. Some: at least one task; full: all at once.
+type Pressure struct {
+	SomeAvg10 float64 `json:"some_avg10_percent"`
+	FullAvg10 float64 `json:"full_avg10_percent"`
 }
 
 // Peaks are a JVM's highest figures since it was first read, which the

@@ -41,6 +41,10 @@ type jvmRow struct {
 	NonHeap                                        string
 	RSSJVM, RSSPython, RSSOther                    string
 	Limit                                          string
+	// Pressure is the container's stall, empty without PSI; Pressed when
+	// it is enough to slow the executor.
+	Pressure string
+	Pressed  bool
 	// Peaks sets each Spark setting beside the peak it must hold.
 	Peaks []field
 	Bar   bar
@@ -177,6 +181,12 @@ func jvmOrder(jvms []JVM) []int {
 	return idx
 }
 
+// pressedShare is the share of time stalled on memory (PSI some avg10,
+// percent) from which the page marks a container: the kernel's reclaim
+// then costs the executor a tenth of its time, the share the exporter's
+// own sampler treats as a container nearing its limit.
+const pressedShare = 10
+
 func newJVMRow(j *JVM) jvmRow {
 	row := jvmRow{
 		PID: strconv.Itoa(j.PID), Role: j.Role, AppID: j.AppID, ExecutorID: j.ExecutorID,
@@ -188,6 +198,10 @@ func newJVMRow(j *JVM) jvmRow {
 		row.Limit = formatBytes(j.ContainerLimit)
 	}
 	row.Peaks = peakFields(j)
+	if p := j.ContainerPressure; p != nil {
+		row.Pressure = fmt.Sprintf("stall some %.1f%% full %.1f%%", p.SomeAvg10, p.FullAvg10)
+		row.Pressed = p.SomeAvg10 >= pressedShare
+	}
 	if noCounters(j) {
 		row.NoCounters = "no hsperfdata: " + j.Counters
 		row.HeapUsed, row.HeapCommitted, row.HeapMax, row.NonHeap = "n/a", "n/a", "n/a", "n/a"
@@ -305,10 +319,16 @@ func newKillRow(now time.Time, k *Kill) killRow {
 		Victim: fmt.Sprintf("process %d (%s)", k.PID, k.Task),
 		Cause:  k.Cause, Region: k.Region, Constraint: k.Constraint, Reason: k.Reason, Advice: k.Advice,
 	}
-	if k.Victim != nil {
+	switch {
+	case k.Victim != nil && k.Victim.PID != k.PID:
+		// A process killed in the executor's cgroup, the JVM alive.
+		r.Victim = fmt.Sprintf("process %d (%s) of %s", k.PID, k.Task, victim(k.Victim, ""))
+	case k.Victim != nil:
 		r.Victim = victim(k.Victim, k.Task)
-	} else if w := where(&Identity{Namespace: k.Namespace, Pod: k.Pod}); w != "" {
-		r.Victim += " in " + w
+	default:
+		if w := where(&Identity{Namespace: k.Namespace, Pod: k.Pod}); w != "" {
+			r.Victim += " in " + w
+		}
 	}
 	if k.KilledAnonRSS > 0 {
 		r.Figures = append(r.Figures, field{"anon RSS at the kill", formatBytes(k.KilledAnonRSS)})
