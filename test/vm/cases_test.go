@@ -234,6 +234,25 @@ func checkKubernetes(t *testing.T, r guestRun, name, uid, containerID string) {
 	f := scrapeOf(t, r, vmreport.BeforeNodeOOM)
 	expectOne(t, f, "executor_jvm_info", identity(c, "uid", uid, "container_id", containerID), 1, pidLabel(c))
 	expectOne(t, f, "executor_container_memory_limit_bytes", identity(c), float64(c.CgroupLimit), pidLabel(c))
+	if c.CgroupHigh > 0 {
+		expectOne(t, f, "executor_container_memory_high_bytes", identity(c), float64(c.CgroupHigh), pidLabel(c))
+	} else if s := series(f, "executor_container_memory_high_bytes", pidLabel(c)); len(s) > 0 {
+		t.Errorf("memory.high is max, yet:\n%s", fmtSeries(s))
+	}
+	// cgroup v2 with PSI (Debian's kernel): pressure and events, no v1 failcnt.
+	for _, kind := range []string{"some", "full"} {
+		if s := series(f, "executor_container_memory_pressure_stall_seconds_total", identity(c, "kind", kind)); len(s) != 1 {
+			t.Errorf("executor_container_memory_pressure_stall_seconds_total{kind=%q}: %s", kind, fmtSeries(s))
+		}
+	}
+	for _, event := range []string{"low", "high", "max", "oom", "oom_kill"} {
+		if s := series(f, "executor_container_memory_events_total", identity(c, "event", event)); len(s) != 1 {
+			t.Errorf("executor_container_memory_events_total{event=%q}: %s", event, fmtSeries(s))
+		}
+	}
+	if s := series(f, "executor_container_memory_failcnt_total", pidLabel(c)); len(s) > 0 {
+		t.Errorf("a v1 figure on v2:\n%s", fmtSeries(s))
+	}
 	if s := series(f, "executor_container_memory_usage_bytes", identity(c)); len(s) != 1 || s[0]["="] == "0" {
 		t.Errorf("executor_container_memory_usage_bytes of the JVM: %s", fmtSeries(s))
 	}
@@ -257,13 +276,20 @@ func checkPySpark(t *testing.T, r guestRun) {
 	if len(kills) != 1 || kills[0]["="] != "1" || kills[0]["constraint"] != "CONSTRAINT_MEMCG" {
 		t.Fatalf("want one kill of python3 with CONSTRAINT_MEMCG:\n%s", fmtSeries(kills))
 	}
-	// The child is not a JVM: its kill carries no JVM's pid, and the
-	// identity, where given, is its executor's.
-	k := kills[0]
-	if k["pid"] == strconv.Itoa(c.PID) || k["app_id"] != "" && (k["app_id"] != c.AppID || k["executor_id"] != c.ExecutorID) {
-		t.Errorf("the child's kill is counted against another process: %s", fmtLabels(k))
+	// The child is no JVM but was killed in its executor's cgroup: its
+	// kill carries the executor's identity, task the child's, judged a
+	// PySpark worker's.
+	expectOne(t, f, "executor_oom_kills_total", identity(c, "task", "python3", "constraint", "CONSTRAINT_MEMCG", "cause", "native", "region", "python"), 1,
+		map[string]string{"task": "python3"})
+	t.Logf("the child's kill: %s", fmtLabels(kills[0]))
+	// The container's own count of the kill, and the reclaim at its limit
+	// before it.
+	expectOne(t, f, "executor_container_memory_events_total", identity(c, "event", "oom_kill"), 1, pidLabel(c))
+	for _, event := range []string{"max", "oom"} {
+		if s := series(f, "executor_container_memory_events_total", identity(c, "event", event)); len(s) != 1 || s[0]["="] == "0" {
+			t.Errorf("executor_container_memory_events_total{event=%q} of the JVM after the kill: %s", event, fmtSeries(s))
+		}
 	}
-	t.Logf("the child's kill: %s", fmtLabels(k))
 	log, _ := os.ReadFile(filepath.Join(r.Out, vmreport.ExporterLog))
 	if line := fmt.Sprintf("pid=%d task=python3 constraint=CONSTRAINT_MEMCG", c.ChildPID); c.ChildPID == 0 || !strings.Contains(string(log), line) {
 		t.Errorf("the exporter's log has no %q (the child was pid %d)", line, c.ChildPID)

@@ -84,6 +84,12 @@ func TestVM(t *testing.T) {
 		checkKubernetes(t, r, "k8s-cgroupfs", vmreport.CgroupfsPodUID, vmreport.CgroupfsContainerID)
 	})
 	t.Run("pyspark-child", func(t *testing.T) { checkPySpark(t, r) })
+	t.Run("oom-slow", func(t *testing.T) { checkContainerOOM(t, r, "oom-slow", "native") })
+	t.Run("signals", func(t *testing.T) {
+		for _, name := range []string{"oom-native", "oom-heap", "oom-slow", "pyspark"} {
+			t.Run(name, func(t *testing.T) { checkSignals(t, r, name) })
+		}
+	})
 	t.Run("node-oom", func(t *testing.T) { checkNodeOOM(t, r) })
 }
 

@@ -86,18 +86,25 @@ func TestGuest(t *testing.T) {
 	var wg sync.WaitGroup
 	run := func(f func()) { wg.Add(1); go func() { defer wg.Done(); f() }() }
 	run(func() {
-		g.oomCase("oom-native", "1", []string{"-Xmx64m", "-XX:MaxDirectMemorySize=1g"}, "--direct-leak-mb-s")
+		g.oomCase("oom-native", "1", []string{"-Xmx64m", "-XX:MaxDirectMemorySize=1g"}, "--direct-leak-mb-s", "40")
+		// Then the same, filling the container ten times as slowly: the
+		// signals' lead over usage when the leak takes half a minute. It
+		// waits for the first, so that no more than three containers
+		// are full at once in the VM's memory.
+		g.oomCase("oom-slow", "12", []string{"-Xmx64m", "-XX:MaxDirectMemorySize=1g"}, "--direct-leak-mb-s", "4")
 	})
-	run(func() { g.oomCase("oom-heap", "2", []string{"-Xmx1g", "-XX:-AlwaysPreTouch"}, "--heap-leak-mb-s") })
+	run(func() {
+		g.oomCase("oom-heap", "2", []string{"-Xmx1g", "-XX:-AlwaysPreTouch"}, "--heap-leak-mb-s", "40")
+	})
 	run(g.pysparkCase)
 	run(func() {
 		// The kubelet's pod slice and the runtime's container scope, as
 		// the systemd cgroup driver names them.
 		g.kubernetesCase("k8s-systemd", "5", "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod"+
-			strings.ReplaceAll(vmreport.SystemdPodUID, "-", "_")+".slice/cri-containerd-"+vmreport.SystemdContainerID+".scope")
+			strings.ReplaceAll(vmreport.SystemdPodUID, "-", "_")+".slice/cri-containerd-"+vmreport.SystemdContainerID+".scope", 288<<20)
 	})
 	run(func() {
-		g.kubernetesCase("k8s-cgroupfs", "6", "kubepods/burstable/pod"+vmreport.CgroupfsPodUID+"/"+vmreport.CgroupfsContainerID)
+		g.kubernetesCase("k8s-cgroupfs", "6", "kubepods/burstable/pod"+vmreport.CgroupfsPodUID+"/"+vmreport.CgroupfsContainerID, 0)
 	})
 	run(func() { g.exitCase("exit-killed", "7", syscall.SIGKILL) })
 	run(func() { g.exitCase("exit-exited", "8", syscall.SIGTERM) })
@@ -182,15 +189,20 @@ func ended(c *vmreport.Case, j *jvm, d time.Duration) {
 // whose CPUs are emulated and shared by every case.
 const leakAfter = "15"
 
-// oomCase: a 192 MiB container whose JVM fills it, through direct
-// buffers (leak "--direct-leak-mb-s") or its heap ("--heap-leak-mb-s").
-func (g *guest) oomCase(name, id string, jvmArgs []string, leak string) {
+// oomCase: a 192 MiB container whose JVM fills it at mbs MiB/s, through
+// direct buffers (leak "--direct-leak-mb-s") or its heap
+// ("--heap-leak-mb-s"), its container's signals recorded until the kill.
+func (g *guest) oomCase(name, id string, jvmArgs []string, leak, mbs string) {
 	c := g.newCase(name, "app-vm-oom", id)
 	j := g.start(name, c, "vm-"+name, 192<<20, jvmOptions{JVMArgs: jvmArgs,
-		Args: []string{"--scenario", "--leak-after-s", leakAfter, leak, "40", "--exit-after-s", "600"}})
+		Args: []string{"--scenario", "--leak-after-s", leakAfter, leak, mbs, "--exit-after-s", "600"}})
 	if j == nil || !tracked(c) {
 		return
 	}
+	signals := recordSignals(c, 3*time.Minute)
+	g.mu.Lock()
+	c.Signals = signals
+	g.mu.Unlock()
 	ended(c, j, 3*time.Minute)
 	c.CgroupOOMKills = oomKills(c.CgroupDir)
 	waitSample(c, "executor_oom_kills_total", pid(c), 1, time.Minute)
@@ -207,22 +219,40 @@ func (g *guest) pysparkCase() {
 	}
 	waitSample(c, "executor_process_resident_memory_bytes", map[string]string{"pid": strconv.Itoa(c.PID), "kind": "python"}, 1, time.Minute)
 	c.ChildPID = descendant(c.PID, "python3")
+	signals := recordSignals(c, 3*time.Minute)
+	g.mu.Lock()
+	c.Signals = signals
+	g.mu.Unlock()
 	waitFor(c, "the kernel kills a process in the container", 3*time.Minute, func() bool { return oomKills(c.CgroupDir) > 0 })
 	c.CgroupOOMKills = oomKills(c.CgroupDir)
 	waitSample(c, "executor_oom_kills_total", map[string]string{"task": "python3"}, 1, time.Minute)
 	waitSample(c, "executor_container_oom_kills_total", pid(c), 1, time.Minute)
+	waitSample(c, "executor_container_memory_events_total", map[string]string{"pid": strconv.Itoa(c.PID), "event": "oom_kill"}, 1, time.Minute)
 	j.wait(0)
 }
 
 // kubernetesCase: an executor in a pod's container cgroup, limited at the
 // container, as the kubelet makes it.
-func (g *guest) kubernetesCase(name, id, cgroup string) {
+// A high above 0 is set as memory.high, as the kubelet's MemoryQoS does.
+func (g *guest) kubernetesCase(name, id, cgroup string, high uint64) {
 	c := g.newCase(name, "app-vm-k8s", id)
 	j := g.start(name, c, cgroup, 320<<20, jvmOptions{JVMArgs: []string{"-Xmx64m"}, Args: []string{"--heap-mb", "8", "--exit-after-s", "600"}})
-	if j == nil || !tracked(c) {
+	if j == nil {
+		return
+	}
+	if high > 0 {
+		if err := os.WriteFile(filepath.Join(c.CgroupDir, "memory.high"), []byte(strconv.FormatUint(high, 10)), 0o644); err != nil {
+			g.errorf("%s: memory.high: %v", name, err)
+		}
+		c.CgroupHigh = high
+	}
+	if !tracked(c) {
 		return
 	}
 	waitSample(c, "executor_container_memory_limit_bytes", pid(c), 1, time.Minute)
+	if high > 0 {
+		waitSample(c, "executor_container_memory_high_bytes", pid(c), 1, time.Minute)
+	}
 	j.wait(0)
 }
 

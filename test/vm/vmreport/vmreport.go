@@ -65,6 +65,14 @@ type Case struct {
 	CgroupOOMKills uint64 `json:"cgroup_oom_kills"`
 	// ChildPID is the Python child's pid, for the PySpark case.
 	ChildPID int `json:"child_pid,omitempty"`
+	// CgroupHigh is memory.high as set; 0 for max.
+	CgroupHigh uint64 `json:"cgroup_high,omitempty"`
+	// Signals are the exporter's figures of the case's container, scraped
+	// every second from when the cgroup was half full until the kernel's first
+	// OOM kill in the cgroup, which the guest saw at KillSeconds on the
+	// same clock (memory.events read every 250 ms); 0 when none came.
+	Signals     []Signal `json:"signals,omitempty"`
+	KillSeconds float64  `json:"kill_seconds,omitempty"`
 	// Waits are what the guest waited for, in order, and whether it came.
 	Waits []Wait `json:"waits"`
 }
@@ -74,4 +82,16 @@ type Wait struct {
 	What    string  `json:"what"`
 	OK      bool    `json:"ok"`
 	Seconds float64 `json:"seconds"`
+}
+
+// Signal is one scrape of a container's series for a case's JVM; a
+// series the scrape lacked is -1.
+type Signal struct {
+	Seconds      float64 `json:"s"`
+	Usage        float64 `json:"usage"`
+	Limit        float64 `json:"limit"`
+	EventsHigh   float64 `json:"events_high"`
+	EventsMax    float64 `json:"events_max"`
+	PressureSome float64 `json:"pressure_some"`
+	PressureFull float64 `json:"pressure_full"`
 }
