@@ -212,6 +212,18 @@ func (w *usageWatch) mechanisms() map[string]int {
 	return out
 }
 
+// mechanismOf says how the kernel reports on the container at dir, if it
+// is watched.
+func (w *usageWatch) mechanismOf(dir string) (string, bool) {
+	if w == nil || dir == "" {
+		return "", false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	c, ok := w.watched[dir]
+	return c.mechanism, ok
+}
+
 func (w *usageWatch) close() {
 	if w == nil {
 		return
