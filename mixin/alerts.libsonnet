@@ -9,23 +9,50 @@
   // withInstanceType adds instance_type and lifecycle from
   // executor_instance_info, so the notification says what machine it was;
   // without the info series (cloud collector off) the alert still fires,
-  // just without them.
-  local withInstanceType(expr, keys) = |||
+  // just without them: the machines without one are joined to nothing,
+  // found among those of anchor, a series expr reads (any one per
+  // machine will do). expr is evaluated once.
+  local withInstanceType(expr, anchor) = |||
     (
       %(expr)s
     )
     * on(%(cluster)s, instance) group_left(instance_type, lifecycle)
-      max by(%(cluster)s, instance, instance_type, lifecycle) (executor_instance_info{%(sel)s})
-    or on(%(keys)s)
-    (
-      %(expr)s
-    )
+      (
+        max by(%(cluster)s, instance, instance_type, lifecycle) (executor_instance_info{%(sel)s})
+        or on(%(cluster)s, instance)
+        group by(%(cluster)s, instance) (%(anchor)s)
+      )
   ||| % {
     expr: std.strReplace(std.stripChars(expr, '\n'), '\n', '\n  '),
     cluster: c.clusterLabel,
     sel: sel,
-    keys: std.join(', ', [c.clusterLabel, 'instance'] + keys),
+    anchor: anchor,
   },
+
+  // The per-executor memory quantities of expressions.libsonnet, recorded
+  // first in the memory group, whose alerts read them: a group evaluates
+  // its rules in order at one timestamp, so the alerts see this
+  // evaluation's values, and the non-heap's trend is a range of recorded
+  // samples rather than a subquery evaluating it at every step.
+  local nonHeap = 'executor:memory_nonheap:bytes{%s}' % sel,
+  local budget = 'executor:memory_overhead_budget:bytes{%s}' % sel,
+  local demand = 'executor:memory_demand:bytes{%s}' % sel,
+  local memoryRecords = [
+    // Everything the executor holds that is not heap.
+    { record: 'executor:memory_nonheap:bytes', expr: e.nonHeap + '\n' },
+    // Container limit - heap max: the room for the non-heap memory.
+    { record: 'executor:memory_overhead_budget:bytes', expr: e.budget + '\n' },
+    // Heap max + non-heap: what the container holds once the heap is full.
+    { record: 'executor:memory_demand:bytes', expr: '%s + %s\n' % [e.heapMax, nonHeap] },
+    {
+      record: 'executor:memory_overhead_budget_used:ratio',
+      expr: |||
+        %(nonHeap)s
+        /
+        (%(budget)s > 0)
+      ||| % { nonHeap: nonHeap, budget: budget },
+    },
+  ],
 
   // Text naming the JVM, for descriptions.
   local jvm = '{{ with $labels.app_id }}application {{ . }} {{ end }}{{ $labels.role }}{{ with $labels.executor_id }} {{ . }}{{ end }} (pid {{ $labels.pid }})%s on {{ $labels.instance }}{{ with $labels.instance_type }} ({{ . }}{{ with $labels.lifecycle }}, {{ . }}{{ end }}){{ end }}' % pod,
@@ -141,14 +168,14 @@
     groups+: [
       {
         name: 'executor_exporter.memory',
-        rules: [
+        rules: memoryRecords + [
           alert(
             'ExecutorMemoryConfigurationDoomed',
             'critical',
             c.doomedFor,
             withInstanceType(|||
               %(over)s > 0
-            ||| % { over: e.mib('%s - %s * %g' % [e.demand, e.limit, c.doomedThreshold]) }, ['pid']),
+            ||| % { over: e.mib('%s - %s * %g' % [demand, e.limit, c.doomedThreshold]) }, nonHeap),
             'Executor heap max plus non-heap memory exceeds its container limit.',
             ('%s cannot fit its container: heap max %s + non-heap %s%s is {{ $value }} MiB over the %s limit. ' +
              'When the heap fills, the container is OOM-killed (exit code 137). ' +
@@ -163,7 +190,7 @@
               %(short)s > 0
               and
               %(budget)s > 0
-            ||| % { short: e.mib('%s / %g - %s' % [e.nonHeap, c.budgetThreshold, e.budget]), budget: e.budget }, ['pid']),
+            ||| % { short: e.mib('%s / %g - %s' % [nonHeap, c.budgetThreshold, budget]), budget: budget }, nonHeap),
             'Executor non-heap memory nearly fills its overhead budget.',
             ('%s holds %s outside its heap%s: more than %g%% of its overhead budget, the %s its container limit leaves beside the heap max. ' +
              'Past the budget, the container is OOM-killed (exit code 137) when the heap fills. ' +
@@ -174,9 +201,6 @@
             'ExecutorOverheadBudgetRunningOut',
             'warning',
             c.budgetPredictFor,
-            // A subquery rather than the recorded non-heap series: an alert
-            // that reads another group's output sees it one evaluation late
-            // or not, as the groups happen to run.
             withInstanceType(|||
               %(short)s > 0
               and on(%(cluster)s, instance, pid)
@@ -184,14 +208,14 @@
               and on(%(cluster)s, instance, pid)
               time() - executor_jvm_start_time_seconds{%(sel)s} > %(minAge)d
             ||| % {
-              short: e.mib('predict_linear((%s)[%s:1m], %d) - %s' % [e.nonHeap, c.budgetPredictWindow, c.budgetPredictMinutes * 60, e.budget]),
-              nonHeap: e.nonHeap,
-              budget: e.budget,
+              short: e.mib('predict_linear(%s[%s], %d) - %s' % [nonHeap, c.budgetPredictWindow, c.budgetPredictMinutes * 60, budget]),
+              nonHeap: nonHeap,
+              budget: budget,
               cluster: c.clusterLabel,
               sel: sel,
               minRatio: c.budgetPredictMinRatio,
               minAge: std.parseInt(std.rstripChars(c.budgetPredictMinAge, 'm')) * 60,
-            }, ['pid']),
+            }, nonHeap),
             'Executor non-heap memory predicted to outgrow its overhead budget.',
             ('At the rate of the last %s, the memory %s holds outside its heap (%s now%s) outgrows its overhead budget (the %s its container limit leaves beside the heap max) by {{ $value }} MiB within %d minutes. ' +
              'Steady growth there is a native leak (direct buffers, threads, JNI) or growing Python workers. ' +
@@ -212,7 +236,7 @@
                 / sum without(area) (executor_jvm_memory_max_bytes{%(sel)s, area="heap"}) > %(threshold)g
               and on(%(cluster)s, instance, pid)
                 sum by(%(cluster)s, instance, pid) (increase(executor_jvm_gc_collections_total{%(sel)s}[%(window)s])) > 0
-            ||| % { sel: sel, window: c.heapAfterGCWindow, threshold: c.heapAfterGCThreshold, cluster: c.clusterLabel }, ['pid']),
+            ||| % { sel: sel, window: c.heapAfterGCWindow, threshold: c.heapAfterGCThreshold, cluster: c.clusterLabel }, 'executor_jvm_memory_max_bytes{%s, area="heap"}' % sel),
             'JVM heap nearly full after garbage collection.',
             ('The heap of %s has not dropped below {{ $value | humanizePercentage }} of its %s maximum in %s although the garbage collector runs: the live data does not fit. ' +
              'Expect GC overhead, then java.lang.OutOfMemoryError (exit code 52). ' +
@@ -225,7 +249,7 @@
             c.gcOverheadFor,
             withInstanceType(|||
               sum without(gc) (rate(executor_jvm_gc_collection_seconds_total{%(sel)s}[%(window)s])) > %(threshold)g
-            ||| % { sel: sel, window: c.gcOverheadWindow, threshold: c.gcOverheadThreshold }, ['pid']),
+            ||| % { sel: sel, window: c.gcOverheadWindow, threshold: c.gcOverheadThreshold }, 'executor_jvm_gc_collection_seconds_total{%s}' % sel),
             'JVM spends most of its time collecting garbage.',
             ('%s spends {{ $value | humanizePercentage }} of its time in garbage collection (heap max %s). "GC overhead limit exceeded" (OutOfMemoryError, exit code 52) is imminent, and tasks are crawling meanwhile. ' +
              'Raise spark.executor.memory by %s MiB (so that the live data takes at most %g%% of the heap), or give each task less data (more partitions, fewer spark.executor.cores).') % [jvm, show(e.heapMax), raise, c.heapAfterGCTarget * 100],
@@ -248,7 +272,7 @@
                 t: c.nodeOvercommitThreshold,
                 sel: sel,
               }),
-            }, []),
+            }, 'executor_node_memory_available_bytes{%s}' % sel),
             'The executors on a node can grow past its memory.',
             ('The heaps of the JVMs on %s may still grow by {{ $value }} MiB more than the memory the node has available. ' +
              'When they fill, the kernel OOM-kills one of them (cause node). ' +
@@ -260,7 +284,7 @@
             c.nodeAvailableFor,
             withInstanceType(|||
               executor_node_memory_available_bytes{%(sel)s} / executor_node_memory_total_bytes{%(sel)s} < %(t)g
-            ||| % { sel: sel, t: c.nodeAvailableThreshold }, []),
+            ||| % { sel: sel, t: c.nodeAvailableThreshold }, 'executor_node_memory_available_bytes{%s}' % sel),
             'Node memory nearly exhausted.',
             ('Node %s has only {{ $value | humanizePercentage }} of its memory available; the kernel OOM killer will pick a victim, most likely the largest executor, when it runs out. ' +
              'Move executors off the node, or lower spark.executor.memory of those on it by %s MiB in total (back to %g%% available).') %
@@ -274,7 +298,7 @@
               predict_linear(executor_node_memory_available_bytes{%(sel)s}[%(window)s], %(seconds)d) < 0
               and
               executor_node_memory_available_bytes{%(sel)s} / executor_node_memory_total_bytes{%(sel)s} < 1 - %(minRatio)g
-            ||| % { sel: sel, window: c.nodeExhaustionWindow, seconds: c.nodeExhaustionMinutes * 60, minRatio: c.nodeExhaustionMinRatio }, []),
+            ||| % { sel: sel, window: c.nodeExhaustionWindow, seconds: c.nodeExhaustionMinutes * 60, minRatio: c.nodeExhaustionMinRatio }, 'executor_node_memory_available_bytes{%s}' % sel),
             'Node memory predicted to run out.',
             ('At the rate of the last %s, node %s runs out of available memory within %d minutes; the kernel OOM killer will then pick a victim, most likely the largest executor. ' +
              'Find what grows (the node dashboard); to get through, move executors off the node or lower spark.executor.memory of those on it by %s MiB in total.') %
@@ -286,7 +310,7 @@
             c.memoryPressureFor,
             withInstanceType(|||
               rate(executor_node_memory_pressure_stall_seconds_total{%(sel)s, kind="some"}[%(rate)s]) > %(threshold)g
-            ||| % { sel: sel, rate: c.rateInterval, threshold: c.memoryPressureThreshold }, []),
+            ||| % { sel: sel, rate: c.rateInterval, threshold: c.memoryPressureThreshold }, 'executor_node_memory_pressure_stall_seconds_total{%s}' % sel),
             'Node under memory pressure.',
             'Tasks on node %s were stalled waiting for memory {{ $value | humanizePercentage }} of the time (PSI): the kernel is reclaiming hard, and an OOM kill may follow.' % node,
           ),
@@ -306,7 +330,7 @@
               increase(executor_oom_kills_total{%(sel)s}[%(window)s]) > 0
               or
               (executor_oom_kills_total{%(sel)s} > 0 unless executor_oom_kills_total{%(sel)s} offset %(window)s)
-            ||| % { sel: sel, window: c.oomKillWindow }, ['pid', 'cause']),
+            ||| % { sel: sel, window: c.oomKillWindow }, 'executor_oom_kills_total{%s}' % sel),
             'Executor OOM-killed.',
             // region: on a native kill, the non-heap region (or shmem) that
             // grew most since the JVM's first minute, as the exporter saw it.
@@ -335,7 +359,7 @@
               increase(%(exits)s[%(window)s]) > 0
               or
               (%(exits)s > 0 unless %(exits)s offset %(window)s)
-            ||| % { exits: 'executor_jvm_exits_total{%s, reason="heap_exhausted"}' % sel, window: c.exitWindow }, ['pid']),
+            ||| % { exits: 'executor_jvm_exits_total{%s, reason="heap_exhausted"}' % sel, window: c.exitWindow }, 'executor_jvm_exits_total{%s}' % sel),
             'Executor lost to heap exhaustion.',
             ('%s ran out of heap (java.lang.OutOfMemoryError, exit code 52): at the end its heap was full after collection while the collector ran almost continuously. ' +
              '%s' +
@@ -353,7 +377,7 @@
             null,
             withInstanceType(|||
               executor_instance_interruption_pending{%(sel)s} == 1
-            ||| % { sel: sel }, ['event']),
+            ||| % { sel: sel }, 'executor_instance_interruption_pending{%s}' % sel),
             'Cloud interruption announced: executors on this node will be lost.',
             'The cloud announced {{ $labels.event }} for node %s. Every executor on it will be lost; Spark will recompute their tasks and shuffle output elsewhere.' % node,
           ),
@@ -363,7 +387,7 @@
             c.metadataUnavailableFor,
             withInstanceType(|||
               executor_metadata_refresh_success{%(sel)s} == 0
-            ||| % { sel: sel }, []),
+            ||| % { sel: sel }, 'executor_metadata_refresh_success{%s}' % sel),
             'Instance metadata unavailable.',
             'executor_exporter on %s could not refresh the instance metadata (instance type, lifecycle, interruption notices) for %s.' % [node, c.metadataUnavailableFor],
           ),
@@ -378,7 +402,7 @@
             c.collectorFailingFor,
             withInstanceType(|||
               executor_scrape_collector_success{%(sel)s} == 0
-            ||| % { sel: sel }, ['collector']),
+            ||| % { sel: sel }, 'executor_scrape_collector_success{%s}' % sel),
             'An executor_exporter collector is failing.',
             'The {{ $labels.collector }} collector of executor_exporter on %s has failed every scrape for %s; its series are missing.' % [node, c.collectorFailingFor],
           ),

@@ -1,5 +1,4 @@
-// Recording rules, for dashboards and ad-hoc queries (the alerts inline
-// what they need; see expressions.libsonnet). Naming follows
+// Recording rules, for dashboards and ad-hoc queries. Naming follows
 // level:metric:operations, where the level says which labels a series
 // keeps:
 //   executor            one JVM: the identity labels pid, role, app_id, executor_id
@@ -7,15 +6,25 @@
 //   executor_node       one machine (instance)
 //   app                 one Spark application (app_id)
 //   instance_type       provider, instance_type, lifecycle
-// No rule reads another recording rule: groups are evaluated independently
-// (the right-sizing group, rightsizing.libsonnet, reads its own, in order).
+// A group evaluates its rules in order, at one timestamp, each seeing this
+// evaluation's results of the ones before it; a rule reads recorded series
+// of its own group only, never another group's (groups are evaluated
+// independently: it would see them one evaluation late, or not at all).
+// The fleet panels read instance-type rules: a few series per instance
+// type over their range, not one per executor that ever ran. Those are
+// made from the raw series rather than from the per-executor rules, so
+// that `promtool tsdb create-blocks-from rules`, which evaluates each rule
+// alone, backfills them too. The per-executor memory quantities
+// the memory alerts read are recorded in the alerts' own group
+// (alerts.libsonnet).
 {
   local c = $._config,
   local e = $._expr,
   local sel = c.selector,
   local instanceLabels = std.join(', ', c.instanceLabels),
+  local typeLabels = 'provider, instance_type, lifecycle',
   // Aggregations keep job, so that dashboards can select by it.
-  local instanceTypeLabels = '%s, job, provider, instance_type, lifecycle' % c.clusterLabel,
+  local instanceTypeLabels = '%s, job, %s' % [c.clusterLabel, typeLabels],
   local appLabels = '%s, job, app_id' % c.clusterLabel,
 
   // The instance labels of one machine, deduplicated so that a join never
@@ -35,51 +44,43 @@
       %(info)s
   ||| % { expr: std.stripChars(expr, '\n'), cluster: c.clusterLabel, labels: labels, info: info(labels) },
 
-  local perExecutor = {
-    'executor:jvm_heap_used:ratio': |||
-      %(used)s
-      /
-      (%(max)s > 0)
-    ||| % { used: e.heapUsed, max: e.heapMax },
-    'executor:jvm_gc_time:ratio': |||
-      sum without(gc) (rate(executor_jvm_gc_collection_seconds_total{%(sel)s}[%(rate)s]))
-    ||| % { sel: sel, rate: c.rateInterval },
-    'executor:container_memory_working_set:ratio': |||
-      executor_container_memory_working_set_bytes{%(sel)s}
-      /
-      %(limit)s
-    ||| % { sel: sel, limit: e.limit },
-    // Everything the executor holds that is not heap (expressions.libsonnet).
-    'executor:memory_nonheap:bytes': e.nonHeap + '\n',
-    // Heap max + non-heap: what the container holds once the heap is full.
-    'executor:memory_demand:bytes': e.demand + '\n',
-    // Container limit - heap max: the room for the non-heap memory.
-    'executor:memory_overhead_budget:bytes': e.budget + '\n',
-    'executor:memory_overhead_budget_used:ratio': |||
-      %(nonHeap)s
-      /
-      (%(budget)s > 0)
-    ||| % { nonHeap: e.nonHeap, budget: e.budget },
+  // byInstanceType(op, by, expr) aggregates expr's series per instance
+  // type (and the extra labels by), joined with the machine's labels.
+  local byInstanceType(op, by, expr) = |||
+    %(op)s by(%(labels)s) (
+      %(joined)s
+    )
+  ||| % {
+    op: op,
+    labels: std.join(', ', [instanceTypeLabels] + by),
+    joined: std.strReplace(std.stripChars(withInstanceInfo(expr, typeLabels), '\n'), '\n', '\n  '),
   },
 
-  local recordOrder = [
-    'executor:jvm_heap_used:ratio',
-    'executor:jvm_gc_time:ratio',
-    'executor:container_memory_working_set:ratio',
-    'executor:memory_nonheap:bytes',
-    'executor:memory_demand:bytes',
-    'executor:memory_overhead_budget:bytes',
-    'executor:memory_overhead_budget_used:ratio',
-  ],
+  // expr in parentheses, indented, for an operand of a join.
+  local paren(expr) = '(\n  %s\n)' % std.strReplace(std.stripChars(expr, '\n'), '\n', '\n  '),
+  local heapUsedRatio = |||
+    %(used)s
+    /
+    (%(max)s > 0)
+  ||| % { used: e.heapUsed, max: e.heapMax },
+  local gcTimeRatio = |||
+    sum without(gc) (rate(executor_jvm_gc_collection_seconds_total{%(sel)s}[%(rate)s]))
+  ||| % { sel: sel, rate: c.rateInterval },
+  local growth = 'executor:jvm_native_memory_region_growth:delta%s' % c.nativeRegionWindow,
 
   prometheusRules+:: {
     groups+: [
       {
         name: 'executor_exporter.rules',
         rules: [
-          { record: r, expr: perExecutor[r] }
-          for r in recordOrder
-        ] + [
+          { record: 'executor:jvm_heap_used:ratio', expr: heapUsedRatio },
+          { record: 'executor:jvm_gc_time:ratio', expr: gcTimeRatio },
+          {
+            // The same with the machine's labels, to compare GC time by
+            // how the machine was bought.
+            record: 'executor_instance:jvm_gc_time:ratio',
+            expr: withInstanceInfo(paren(gcTimeRatio)),
+          },
           {
             // How much the heaps of the node's JVMs may still grow.
             record: 'executor_node:jvm_heap_room:bytes',
@@ -89,26 +90,37 @@
             // How much each region of the non-heap memory grew over the
             // window (the container's tmpfs pages as region shmem, the
             // PySpark workers as python; expressions.libsonnet).
-            record: 'executor:jvm_native_memory_region_growth:delta%s' % c.nativeRegionWindow,
+            record: growth,
             expr: e.nativeRegionGrowth + '\n',
           },
           {
             // The one of them that grew most, per JVM: where a native leak
-            // is (docs/runbook.md#native-memory-regions).
+            // is (docs/runbook.md#native-memory-regions). It is
+            // e.nativeRegionFastest over the growth just recorded, the
+            // group's costliest read, rather than a second reading of it;
+            // a rule backfill must run twice for it.
             record: 'executor:jvm_native_memory_fastest_region_growth:delta%s' % c.nativeRegionWindow,
-            expr: e.nativeRegionFastest + '\n',
+            expr: 'topk by(%s, job, instance, pid) (1, %s{%s})\n' % [c.clusterLabel, growth, sel],
+          },
+          {
+            record: 'instance_type:executor_jvms:count',
+            expr: byInstanceType('count', ['role'], 'executor_jvm_info{%s}' % sel),
+          },
+          {
+            // The fullest heap.
+            record: 'instance_type:executor_jvm_heap_used:max_ratio',
+            expr: byInstanceType('max', ['role'], paren(heapUsedRatio)),
+          },
+          {
+            // The container closest to its limit.
+            record: 'instance_type:executor_container_memory_working_set:max_ratio',
+            expr: byInstanceType('max', [], paren('%s\n/\n%s' % [e.workingSet, e.limit])),
           },
         ],
       },
       {
         name: 'executor_exporter.instance.rules',
         rules: [
-          {
-            record: std.strReplace(r, 'executor:', 'executor_instance:'),
-            expr: withInstanceInfo('(\n' + perExecutor[r] + ')'),
-          }
-          for r in recordOrder
-        ] + [
           {
             record: 'executor_node:memory_utilisation:ratio',
             expr: withInstanceInfo(|||
@@ -121,45 +133,29 @@
           },
           {
             record: 'instance_type:executor_nodes:count',
-            expr: 'count by(%s) (%s)\n' % [instanceTypeLabels, info('provider, instance_type, lifecycle')],
+            expr: 'count by(%s, node_pool) (%s)\n' % [instanceTypeLabels, info(typeLabels + ', node_pool')],
+          },
+          {
+            // Machines with a pending interruption notice, by event.
+            record: 'instance_type:executor_instance_interruption_pending:sum',
+            expr: byInstanceType('sum', ['event'], 'executor_instance_interruption_pending{%s}' % sel),
           },
           {
             // region: the non-heap region that grew most before a native
             // kill (empty for other causes); executor_instance_info's own
             // region label (the cloud's) is not copied.
             record: 'instance_type:executor_oom_kills:increase1h',
-            expr: |||
-              sum by(%(labels)s, cause, region) (
-                %(joined)s
-              )
-            ||| % {
-              labels: instanceTypeLabels,
-              joined: std.strReplace(withInstanceInfo('increase(executor_oom_kills_total{%s}[1h])' % sel, 'provider, instance_type, lifecycle'), '\n', '\n  '),
-            },
+            expr: byInstanceType('sum', ['cause', 'region'], 'increase(executor_oom_kills_total{%s}[1h])' % sel),
           },
           {
             // How executors end, per machine kind: are spot nodes losing
             // them to interruptions, one instance type to its heap?
             record: 'instance_type:executor_jvm_exits:increase1h',
-            expr: |||
-              sum by(%(labels)s, reason, region) (
-                %(joined)s
-              )
-            ||| % {
-              labels: instanceTypeLabels,
-              joined: std.strReplace(withInstanceInfo('increase(executor_jvm_exits_total{%s}[1h])' % sel, 'provider, instance_type, lifecycle'), '\n', '\n  '),
-            },
+            expr: byInstanceType('sum', ['reason', 'region'], 'increase(executor_jvm_exits_total{%s}[1h])' % sel),
           },
           {
             record: 'instance_type:executor_node_oom_kills:increase1h',
-            expr: |||
-              sum by(%(labels)s) (
-                %(joined)s
-              )
-            ||| % {
-              labels: instanceTypeLabels,
-              joined: std.strReplace(withInstanceInfo('increase(executor_node_oom_kills_total{%s}[1h])' % sel, 'provider, instance_type, lifecycle'), '\n', '\n  '),
-            },
+            expr: byInstanceType('sum', [], 'increase(executor_node_oom_kills_total{%s}[1h])' % sel),
           },
         ],
       },

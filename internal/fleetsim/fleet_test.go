@@ -73,7 +73,8 @@ func TestSameSeedSameFleet(t *testing.T) {
 }
 
 // TestScrapeIsTheExportersFormat parses every node's scrape as Prometheus
-// would and checks it carries every family of the template.
+// would and checks it carries every family of the template, each series
+// once.
 func TestScrapeIsTheExportersFormat(t *testing.T) {
 	f := newFleet(t, 8, 1)
 	seen := map[string]bool{}
@@ -85,8 +86,21 @@ func TestScrapeIsTheExportersFormat(t *testing.T) {
 			if err != nil {
 				t.Fatalf("node %d at %v: %v", n, at, err)
 			}
-			for name := range mfs {
+			for name, mf := range mfs {
 				seen[name] = true
+				// Prometheus drops all but one of the samples of a series
+				// repeated in a scrape.
+				series := map[string]bool{}
+				for _, m := range mf.GetMetric() {
+					var id strings.Builder
+					for _, l := range m.GetLabel() {
+						fmt.Fprintf(&id, "%s=%q,", l.GetName(), l.GetValue())
+					}
+					if series[id.String()] {
+						t.Fatalf("node %d at %v: %s{%s} twice", n, at, name, id.String())
+					}
+					series[id.String()] = true
+				}
 			}
 		}
 	}

@@ -217,14 +217,15 @@ func (f *Fleet) jvmSamples(n *Node, j *jvm, t time.Time, emit func(Sample)) floa
 				}
 			}
 		}
-		emit(Sample{Name: s.Name, Labels: f.jvmLabels(n, j, s.Labels, ""), Value: v})
+		emit(Sample{Name: s.Name, Labels: f.jvmLabels(n, j, s.Labels, "", false), Value: v})
 	}
 	return rss
 }
 
 // jvmLabels gives a template series executor j's identity (and, for an
-// exit or kill counter, its reason).
-func (f *Fleet) jvmLabels(n *Node, j *jvm, tmpl []Label, reason string) []Label {
+// exit or kill counter, its reason and the region that grew: a live
+// series' region, executor_jvm_native_memory_bytes', is the template's).
+func (f *Fleet) jvmLabels(n *Node, j *jvm, tmpl []Label, reason string, end bool) []Label {
 	out := make([]Label, len(tmpl))
 	for i, l := range tmpl {
 		v := l.Value
@@ -254,7 +255,9 @@ func (f *Fleet) jvmLabels(n *Node, j *jvm, tmpl []Label, reason string) []Label 
 		case "cause":
 			v = j.cause
 		case "region":
-			v = j.region
+			if end {
+				v = j.region
+			}
 		}
 		out[i] = Label{l.Name, v}
 	}
@@ -268,9 +271,9 @@ func (f *Fleet) endSamples(n *Node, j *jvm, t time.Time, emit func(Sample)) {
 	if t.Sub(j.end) < f.cfg.Interval {
 		v = 0
 	}
-	emit(Sample{Name: exitFamily, Labels: f.jvmLabels(n, j, f.tmpl.Exit.Labels, j.reason), Value: v})
+	emit(Sample{Name: exitFamily, Labels: f.jvmLabels(n, j, f.tmpl.Exit.Labels, j.reason, true), Value: v})
 	if j.reason == reasonOOMKilled {
-		emit(Sample{Name: killFamily, Labels: f.jvmLabels(n, j, f.tmpl.Kill.Labels, ""), Value: v})
+		emit(Sample{Name: killFamily, Labels: f.jvmLabels(n, j, f.tmpl.Kill.Labels, "", true), Value: v})
 	}
 }
 

@@ -9,8 +9,9 @@ local common = import 'common.libsonnet';
   local c = $._config,
   // Recorded series joined with executor_instance_info carry these labels.
   local f = '%s, %s, instance_type=~"$instance_type", lifecycle=~"$lifecycle"' % [common.job, common.cluster(c)],
-  local info = 'executor_instance_info{%s}' % f,
-  local nodesOfSelection = 'max by(%s, instance, instance_type, lifecycle) (%s)' % [c.clusterLabel, info],
+  local nodesOfSelection = 'max by(%s, instance, instance_type, lifecycle) (executor_instance_info{%s})' % [c.clusterLabel, f],
+  local nodes = 'instance_type:executor_nodes:count{%s}' % f,
+  local interruptions = 'instance_type:executor_instance_interruption_pending:sum{%s}' % f,
   local byType = 'instance_type, lifecycle',
   // A native kill's region, "unknown" when the JVM had no breakdown
   // (executor_instance_info's own region label, the cloud's, is never
@@ -28,8 +29,8 @@ local common = import 'common.libsonnet';
             g.datasourceVariable,
             common.jobVariable(c),
             common.clusterVariable(c),
-            g.queryVariable('instance_type', 'Instance type', 'executor_instance_info{%s, %s}' % [common.job, common.cluster(c)], 'instance_type'),
-            g.queryVariable('lifecycle', 'Lifecycle', 'executor_instance_info{%s, %s}' % [common.job, common.cluster(c)], 'lifecycle'),
+            g.queryVariable('instance_type', 'Instance type', 'instance_type:executor_nodes:count{%s, %s}' % [common.job, common.cluster(c)], 'instance_type'),
+            g.queryVariable('lifecycle', 'Lifecycle', 'instance_type:executor_nodes:count{%s, %s}' % [common.job, common.cluster(c)], 'lifecycle'),
           ],
         },
         annotations: {
@@ -46,20 +47,20 @@ local common = import 'common.libsonnet';
         panels: g.layout([
           g.row('Machines'),
           [
-            g.stat('Nodes', 'Machines running executor_exporter.', [g.target('count(%s)' % info)]),
+            g.stat('Nodes', 'Machines running executor_exporter.', [g.target('sum(%s)' % nodes)]),
             g.stat('Executors', 'Spark executors on them.', [
-              g.target('count(executor_instance:jvm_heap_used:ratio{%s, role="executor"})' % f),
+              g.target('sum(instance_type:executor_jvms:count{%s, role="executor"})' % f),
             ]),
             g.stat('Spot share', 'Fraction of the machines that are spot / preemptible.', [
-              g.target('count(%s) / count(%s) or vector(0)' % [std.strReplace(info, '}', ', lifecycle="spot"}'), info]),
+              g.target('sum(%s) / sum(%s) or vector(0)' % [std.strReplace(nodes, '}', ', lifecycle="spot"}'), nodes]),
             ], 'percentunit'),
             g.stat('Interruptions pending', 'Machines with an announced spot interruption, preemption or scheduled event: their executors will be lost.', [
-              g.target('count(executor_instance_interruption_pending{%s} == 1 and on(%s, instance) %s) or vector(0)' % [common.job, c.clusterLabel, nodesOfSelection]),
+              g.target('sum(%s) or vector(0)' % interruptions),
             ], 'short', [[1, 'red']]),
           ],
           [
             g.table('Nodes by provider, instance type and lifecycle', 'How many machines of each kind.', [
-              g.target('count by(provider, instance_type, lifecycle, node_pool) (%s)' % info, instant=true, format='table'),
+              g.target('sum by(provider, instance_type, lifecycle, node_pool) (%s)' % nodes, instant=true, format='table'),
             ]) { height: 7 },
           ],
           g.row('Memory per instance type'),
@@ -73,10 +74,10 @@ local common = import 'common.libsonnet';
           ],
           [
             g.timeseries('Executor heap used (max)', 'The fullest executor heap per instance type.', [
-              g.target('max by(%s) (executor_instance:jvm_heap_used:ratio{%s, role="executor"})' % [byType, f], '{{instance_type}} {{lifecycle}}'),
+              g.target('max by(%s) (instance_type:executor_jvm_heap_used:max_ratio{%s, role="executor"})' % [byType, f], '{{instance_type}} {{lifecycle}}'),
             ], 'percentunit', min=0),
             g.timeseries('Container working set / limit (max)', 'The executor container closest to its memory limit, per instance type.', [
-              g.target('max by(%s) (executor_instance:container_memory_working_set:ratio{%s})' % [byType, f], '{{instance_type}} {{lifecycle}}'),
+              g.target('max by(%s) (instance_type:executor_container_memory_working_set:max_ratio{%s})' % [byType, f], '{{instance_type}} {{lifecycle}}'),
             ], 'percentunit', min=0),
           ],
           g.row('OOM kills and interruptions'),
@@ -98,7 +99,7 @@ local common = import 'common.libsonnet';
           ],
           [
             g.timeseries('Interruption notices', 'Machines with a pending notice, by event.', [
-              g.target('sum by(%s, event) (executor_instance_interruption_pending{%s} * on(%s, instance) group_left(instance_type, lifecycle) %s)' % [byType, common.job, c.clusterLabel, nodesOfSelection], '{{instance_type}} {{lifecycle}} {{event}}'),
+              g.target('sum by(%s, event) (%s)' % [byType, interruptions], '{{instance_type}} {{lifecycle}} {{event}}'),
             ], 'short', min=0),
             g.timeseries('Memory per application (top 10)', 'Resident memory of the JVMs and their Python workers, per Spark application.', [
               g.target('topk(10, sum by(app_id) (app:executor_process_resident_memory:bytes{%s, %s}))' % [common.job, common.cluster(c)], '{{app_id}}'),

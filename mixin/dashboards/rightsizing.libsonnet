@@ -60,7 +60,7 @@ local common = import 'common.libsonnet';
               g.target('sum(app_name:executor_runs:count{%s})' % f),
             ]),
             g.stat('Memory that would be saved', 'GiB-hours over the window: the container memory as set less the three recommended settings, times the executor-hours run. Negative: the applications need more than they have.', [
-              g.target('sum((sum without(setting) (app_name:executor_memory_setting:bytes{%(f)s}) - sum without(setting) (app_name:executor_memory_recommended:bytes{%(f)s})) * on(%(cluster)s, job, %(by)s) %(hours)s) / 1073741824' % { f: f, cluster: c.clusterLabel, by: byApp, hours: executorHours }),
+              g.target('sum((sum without(setting) (app_name:executor_memory_setting:bytes{%(f)s}) - sum without(setting) (app_name:executor_memory_recommended:bytes{%(f)s})) * on(%(cluster)s, job, %(by)s) %(hours)s) / 1073741824' % { f: f, cluster: c.clusterLabel, by: byApp, hours: executorHours }, instant=true),
             ], 'short'),
             g.stat('Node and spot losses', 'Executors lost to a machine-wide OOM kill or a spot interruption over the window: node trouble, which no setting of the application fixes.', [
               g.target('sum(app_name:executor_kills:count{%s, setting="none"}) or vector(0)' % f),

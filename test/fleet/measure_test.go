@@ -94,10 +94,12 @@ func TestFleetMeasure(t *testing.T) {
 		}
 		return s[0].float()
 	}
-	fmt.Fprintf(&report, "| head series | samples/s appended | Prometheus RSS (max) |\n|---|---|---|\n")
-	fmt.Fprintf(&report, "| %.0f | %.0f | %.2f GiB |\n\n",
+	fmt.Fprintf(&report, "| head series | samples/s appended | series scraped | series recorded | Prometheus RSS (max) |\n|---|---|---|---|---|\n")
+	fmt.Fprintf(&report, "| %.0f | %.0f | %.0f | %.0f | %.2f GiB |\n\n",
 		stat(`prometheus_tsdb_head_series{job="prometheus"}`),
 		stat(`rate(prometheus_tsdb_head_samples_appended_total{job="prometheus"}[5m])`),
+		stat(`sum(scrape_samples_post_metric_relabeling{job="executor_exporter"})`),
+		stat(`sum(prometheus_rule_group_last_evaluation_samples)`),
 		stat(`max_over_time(process_resident_memory_bytes{job="prometheus"}[`+window+`])`)/(1<<30))
 
 	fmt.Fprintf(&report, "| rule group | interval | last duration, mean | max | max / interval | series out |\n|---|---|---|---|---|---|\n")
