@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -88,16 +90,61 @@ func runQEMU(t *testing.T, c vmConfig, accel string) (string, error) {
 		"-virtfs", "local,path=" + c.Work + ",mount_tag=work,security_model=none,multidevs=remap",
 	}
 	cmd := exec.CommandContext(ctx, qemu, args...)
-	var out bytes.Buffer
-	cmd.Stdout = &out
-	cmd.Stderr = &out
+	out := &consoleBuffer{}
+	cmd.Stdout = out
+	cmd.Stderr = out
 	cmd.Stdin = nil
-	err := cmd.Run()
-	if ctx.Err() != nil {
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	// A guest that KVM accepts but cannot run spins without a word on its
+	// console: give up on it as soon as it should have come up, not at
+	// the end of the whole run's timeout.
+	var notUp atomic.Bool
+	bootDone := make(chan struct{})
+	go func() {
+		select {
+		case <-time.After(bootDeadline):
+			if !strings.Contains(out.String(), "vm: up") {
+				notUp.Store(true)
+				cancel()
+			}
+		case <-bootDone:
+		}
+	}()
+	err := cmd.Wait()
+	close(bootDone)
+	switch {
+	case notUp.Load():
+		err = fmt.Errorf("the guest did not come up within %v", bootDeadline)
+	case ctx.Err() != nil:
 		err = fmt.Errorf("no power-off within %v", c.Timeout)
 	}
-	_ = os.WriteFile(filepath.Join(c.Work, "console.log"), out.Bytes(), 0o644)
-	return out.String(), err
+	console := out.String()
+	_ = os.WriteFile(filepath.Join(c.Work, "console.log"), []byte(console), 0o644)
+	return console, err
+}
+
+// bootDeadline is how long a guest may take to say it is up: seconds
+// under KVM, well under a minute under TCG.
+const bootDeadline = 2 * time.Minute
+
+// consoleBuffer collects the serial console while it is written and read.
+type consoleBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *consoleBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *consoleBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // cpuModel: under TCG "max" emulates what the JVM's code generator looks
