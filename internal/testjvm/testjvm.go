@@ -158,7 +158,7 @@ func Start(t testing.TB, o Options) *JVM {
 			}
 			if rest, found := strings.CutPrefix(line, "ready pid="); found {
 				j.NSPID, _ = strconv.Atoi(rest)
-				j.PID = findJava(cmd.Process.Pid)
+				j.PID = Descendant(cmd.Process.Pid, "java")
 				if j.PID == 0 {
 					t.Fatalf("no java process under pid %d", cmd.Process.Pid)
 				}
@@ -211,14 +211,15 @@ func (j *JVM) ExitCode(tb testing.TB, timeout time.Duration) int {
 	return ee.ExitCode()
 }
 
-// findJava returns root if it is a java process, else its first java
-// descendant (the wrappers fork: unshare -f, sh).
-func findJava(root int) int {
+// Descendant returns root if its command name is comm, else its first
+// descendant, breadth first, that has it (the wrappers fork: unshare -f,
+// sh); 0 if none has.
+func Descendant(root int, comm string) int {
 	queue := []int{root}
 	for len(queue) > 0 {
 		pid := queue[0]
 		queue = queue[1:]
-		if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err == nil && strings.TrimSpace(string(comm)) == "java" {
+		if name, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err == nil && strings.TrimSpace(string(name)) == comm {
 			return pid
 		}
 		queue = append(queue, children(pid)...)

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/executor-exporter/executor_exporter/internal/cloud/cloudtest"
+	"github.com/executor-exporter/executor_exporter/internal/testjvm"
 	"github.com/executor-exporter/executor_exporter/test/vm/vmreport"
 )
 
@@ -218,7 +219,7 @@ func (g *guest) pysparkCase() {
 		return
 	}
 	waitSample(c, "executor_process_resident_memory_bytes", map[string]string{"pid": strconv.Itoa(c.PID), "kind": "python"}, 1, time.Minute)
-	c.ChildPID = descendant(c.PID, "python3")
+	c.ChildPID = testjvm.Descendant(c.PID, "python3")
 	signals := recordSignals(c, 3*time.Minute)
 	g.mu.Lock()
 	c.Signals = signals

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/executor-exporter/executor_exporter/internal/testjvm"
 	"github.com/executor-exporter/executor_exporter/test/vm/vmreport"
 )
 
@@ -147,7 +148,7 @@ func startJVM(g *guest, name string, c *vmreport.Case, o jvmOptions) (*jvm, erro
 	case <-time.After(3 * time.Minute):
 		return nil, fmt.Errorf("%s not ready after 3 minutes", name)
 	}
-	c.PID = descendant(cmd.Process.Pid, "java")
+	c.PID = testjvm.Descendant(cmd.Process.Pid, "java")
 	if c.PID == 0 {
 		return nil, fmt.Errorf("%s: no java process under pid %d", name, cmd.Process.Pid)
 	}
@@ -179,34 +180,4 @@ func (j *jvm) kill() {
 		_ = syscall.Kill(j.c.PID, syscall.SIGKILL)
 	}
 	j.wait(10 * time.Second)
-}
-
-// descendant returns root if its command is comm, else its first
-// descendant that is (the wrappers fork: unshare -f, then sh).
-func descendant(root int, comm string) int {
-	queue := []int{root}
-	for len(queue) > 0 {
-		pid := queue[0]
-		queue = queue[1:]
-		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err == nil && strings.TrimSpace(string(b)) == comm {
-			return pid
-		}
-		entries, _ := os.ReadDir("/proc")
-		for _, e := range entries {
-			child, err := strconv.Atoi(e.Name())
-			if err != nil {
-				continue
-			}
-			stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", child))
-			if err != nil {
-				continue
-			}
-			s := string(stat)
-			fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-			if len(fields) > 1 && fields[1] == strconv.Itoa(pid) {
-				queue = append(queue, child)
-			}
-		}
-	}
-	return 0
 }
