@@ -60,6 +60,8 @@
     // non-heap alerts' descriptions name it. The exporter reads the breakdown every 15 minutes at least,
     // so the window should hold two readings.
     nativeRegionWindow: '30m',
+    // How often the growth over that window is recorded.
+    nativeRegionInterval: '1m',
 
     // JVM heap nearly full after GC: the smallest heap use over
     // heapAfterGCWindow (the troughs the collector leaves) is above this

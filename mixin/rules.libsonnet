@@ -87,6 +87,29 @@
             expr: 'sum by(%s, job, instance) (%s)\n' % [c.clusterLabel, e.heapRoom],
           },
           {
+            record: 'instance_type:executor_jvms:count',
+            expr: byInstanceType('count', ['role'], 'executor_jvm_info{%s}' % sel),
+          },
+          {
+            // The fullest heap.
+            record: 'instance_type:executor_jvm_heap_used:max_ratio',
+            expr: byInstanceType('max', ['role'], paren(heapUsedRatio)),
+          },
+          {
+            // The container closest to its limit.
+            record: 'instance_type:executor_container_memory_working_set:max_ratio',
+            expr: byInstanceType('max', [], paren('%s\n/\n%s' % [e.workingSet, e.limit])),
+          },
+        ],
+      },
+      {
+        // A growth over nativeRegionWindow moves little in a minute, and
+        // the delta over every region of every JVM is the costliest read
+        // of the per-executor rules: evaluated every minute, on its own.
+        name: 'executor_exporter.native.rules',
+        interval: c.nativeRegionInterval,
+        rules: [
+          {
             // How much each region of the non-heap memory grew over the
             // window (the container's tmpfs pages as region shmem, the
             // PySpark workers as python; expressions.libsonnet).
@@ -101,20 +124,6 @@
             // a rule backfill must run twice for it.
             record: 'executor:jvm_native_memory_fastest_region_growth:delta%s' % c.nativeRegionWindow,
             expr: 'topk by(%s, job, instance, pid) (1, %s{%s})\n' % [c.clusterLabel, growth, sel],
-          },
-          {
-            record: 'instance_type:executor_jvms:count',
-            expr: byInstanceType('count', ['role'], 'executor_jvm_info{%s}' % sel),
-          },
-          {
-            // The fullest heap.
-            record: 'instance_type:executor_jvm_heap_used:max_ratio',
-            expr: byInstanceType('max', ['role'], paren(heapUsedRatio)),
-          },
-          {
-            // The container closest to its limit.
-            record: 'instance_type:executor_container_memory_working_set:max_ratio',
-            expr: byInstanceType('max', [], paren('%s\n/\n%s' % [e.workingSet, e.limit])),
           },
         ],
       },

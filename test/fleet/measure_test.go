@@ -10,6 +10,7 @@ package fleet
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -94,13 +95,14 @@ func TestFleetMeasure(t *testing.T) {
 		}
 		return s[0].float()
 	}
-	fmt.Fprintf(&report, "| head series | samples/s appended | series scraped | series recorded | Prometheus RSS (max) |\n|---|---|---|---|---|\n")
-	fmt.Fprintf(&report, "| %.0f | %.0f | %.0f | %.0f | %.2f GiB |\n\n",
+	fmt.Fprintf(&report, "| head series | samples/s appended | series scraped | series recorded | Prometheus RSS (max) | Prometheus CPU |\n|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&report, "| %.0f | %.0f | %.0f | %.0f | %.2f GiB | %.2f cores |\n\n",
 		stat(`prometheus_tsdb_head_series{job="prometheus"}`),
 		stat(`rate(prometheus_tsdb_head_samples_appended_total{job="prometheus"}[5m])`),
 		stat(`sum(scrape_samples_post_metric_relabeling{job="executor_exporter"})`),
 		stat(`sum(prometheus_rule_group_last_evaluation_samples)`),
-		stat(`max_over_time(process_resident_memory_bytes{job="prometheus"}[`+window+`])`)/(1<<30))
+		stat(`max_over_time(process_resident_memory_bytes{job="prometheus"}[`+window+`])`)/(1<<30),
+		stat(`rate(process_cpu_seconds_total{job="prometheus"}[`+window+`])`))
 
 	fmt.Fprintf(&report, "| rule group | interval | last duration, mean | max | max / interval | series out |\n|---|---|---|---|---|---|\n")
 	groups := p.mustQuery(t, `prometheus_rule_group_interval_seconds`)
@@ -115,6 +117,7 @@ func TestFleetMeasure(t *testing.T) {
 		fmt.Fprintf(&report, "| %s | %.0fs | %.3fs | %.3fs | %.1f %% | %.0f |\n", name, g.float(), mean, peak, 100*peak/g.float(), out)
 	}
 	report.WriteString("\n")
+	slowestRules(t, p, 12, &report)
 	measureDashboards(t, p, fleet, &report)
 
 	t.Log("\n" + report.String())
@@ -220,4 +223,46 @@ func backfillRules(t *testing.T, p *prom, from, to time.Time, step time.Duration
 			t.Fatal(err)
 		}
 	}
+}
+
+// slowestRules writes the n rules whose last evaluation took longest, from
+// /api/v1/rules: where a group's time goes.
+func slowestRules(t *testing.T, p *prom, n int, report *bytes.Buffer) {
+	t.Helper()
+	resp, err := http.Get("http://" + p.Addr + "/api/v1/rules")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Data struct {
+			Groups []struct {
+				Name  string `json:"name"`
+				Rules []struct {
+					Name           string  `json:"name"`
+					Type           string  `json:"type"`
+					EvaluationTime float64 `json:"evaluationTime"`
+				} `json:"rules"`
+			} `json:"groups"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	type rule struct {
+		group, name, kind string
+		took              float64
+	}
+	var rules []rule
+	for _, g := range body.Data.Groups {
+		for _, r := range g.Rules {
+			rules = append(rules, rule{g.Name, r.Name, r.Type, r.EvaluationTime})
+		}
+	}
+	sort.Slice(rules, func(i, j int) bool { return rules[i].took > rules[j].took })
+	fmt.Fprintf(report, "| slowest rules (last evaluation) | group | kind | took |\n|---|---|---|---|\n")
+	for _, r := range rules[:min(n, len(rules))] {
+		fmt.Fprintf(report, "| %s | %s | %s | %.3fs |\n", r.name, r.group, r.kind, r.took)
+	}
+	report.WriteString("\n")
 }
