@@ -95,14 +95,17 @@ func TestFleetMeasure(t *testing.T) {
 		}
 		return s[0].float()
 	}
-	fmt.Fprintf(&report, "| head series | samples/s appended | series scraped | series recorded | Prometheus RSS (max) | Prometheus CPU |\n|---|---|---|---|---|---|\n")
-	fmt.Fprintf(&report, "| %.0f | %.0f | %.0f | %.0f | %.2f GiB | %.2f cores |\n\n",
+	fmt.Fprintf(&report, "| head series | samples/s appended | series scraped | series recorded | Prometheus RSS (max) | Prometheus CPU | share of the window compacting |\n|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&report, "| %.0f | %.0f | %.0f | %.0f | %.2f GiB | %.2f cores | %.0f %% |\n\n",
 		stat(`prometheus_tsdb_head_series{job="prometheus"}`),
 		stat(`rate(prometheus_tsdb_head_samples_appended_total{job="prometheus"}[5m])`),
 		stat(`sum(scrape_samples_post_metric_relabeling{job="executor_exporter"})`),
 		stat(`sum(prometheus_rule_group_last_evaluation_samples)`),
 		stat(`max_over_time(process_resident_memory_bytes{job="prometheus"}[`+window+`])`)/(1<<30),
-		stat(`rate(process_cpu_seconds_total{job="prometheus"}[`+window+`])`))
+		stat(`rate(process_cpu_seconds_total{job="prometheus"}[`+window+`])`),
+		// Compaction of the pushed history can overlap the window and
+		// slow the rule groups down with it.
+		100*stat(`rate(prometheus_tsdb_compaction_duration_seconds_sum{job="prometheus"}[`+window+`])`))
 
 	fmt.Fprintf(&report, "| rule group | interval | last duration, mean | max | max / interval | series out |\n|---|---|---|---|---|---|\n")
 	groups := p.mustQuery(t, `prometheus_rule_group_interval_seconds`)
