@@ -161,20 +161,8 @@ func findCgroupDir(root *os.Root, mounts []string, rel string) (string, error) {
 // readCgroupFilesWith reads and parses one cgroup's files into m; what
 // read returns is parsed before the next read, so it may reuse a buffer.
 func readCgroupFilesWith(read func(name string) ([]byte, error), f cgroupFiles, m *CgroupMemory) error {
-	parse := func(name string, parser func([]byte) (uint64, error)) (uint64, error) {
-		b, err := read(name)
-		if err != nil {
-			return 0, err
-		}
-		v, err := parser(b)
-		if err != nil {
-			return 0, fmt.Errorf("%s: %w", name, err)
-		}
-		return v, nil
-	}
-
 	var err error
-	if m.Limit, err = parse(f.limit, f.parseLimit); err != nil {
+	if m.Limit, err = parseFile(read, f.limit, f.parseLimit); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			// v2 root cgroups, and children of a parent whose
 			// cgroup.subtree_control lacks "memory", have no memory files.
@@ -182,16 +170,12 @@ func readCgroupFilesWith(read func(name string) ([]byte, error), f cgroupFiles, 
 		}
 		return err
 	}
-	if m.Usage, err = parse(f.usage, parseSingleUint); err != nil {
+	if m.Usage, err = parseFile(read, f.usage, parseSingleUint); err != nil {
 		return err
 	}
-	stat, err := read(f.stat)
+	st, err := parseFile(read, f.stat, func(b []byte) (memoryStat, error) { return parseMemoryStat(b, f.v2) })
 	if err != nil {
 		return err
-	}
-	st, err := parseMemoryStat(stat, f.v2)
-	if err != nil {
-		return fmt.Errorf("%s: %w", f.stat, err)
 	}
 	m.WorkingSet = workingSet(m.Usage, st.inactiveFile)
 	m.Anon, m.HasAnon = st.anon, st.hasAnon
@@ -200,94 +184,76 @@ func readCgroupFilesWith(read func(name string) ([]byte, error), f cgroupFiles, 
 	m.Kernel, m.HasKernel = st.kernel, st.hasKernel
 
 	// Kernels before 5.19 have no memory.peak in v2: then no peak.
-	switch m.Peak, err = parse(f.peak, parseSingleUint); {
-	case err == nil:
-		m.HasPeak = true
-	case !errors.Is(err, fs.ErrNotExist):
+	if m.Peak, m.HasPeak, err = parseOptional(read, f.peak, parseSingleUint); err != nil {
 		return err
 	}
 
-	if err := readOOM(read, f, m); err != nil {
-		return err
-	}
-	return readSignals(read, f, m)
-}
-
-// readOOM reads the OOM kills: v1 memory.oom_control, v2 memory.events,
-// all of whose counts are kept.
-func readOOM(read func(name string) ([]byte, error), f cgroupFiles, m *CgroupMemory) error {
-	oom, err := readOptional(read, f.oom)
-	if oom == nil || err != nil {
-		return err
-	}
+	// The OOM kills: v1 memory.oom_control, v2 memory.events, all of whose
+	// counts are kept.
 	if f.v2 {
-		if m.Events, err = parseMemoryEvents(oom); err != nil {
-			return fmt.Errorf("%s: %w", f.oom, err)
+		if m.Events, m.HasEvents, err = parseOptional(read, f.oom, parseMemoryEvents); err != nil {
+			return err
 		}
-		m.HasEvents = true
 		m.OOMKills, m.HasOOMKills = m.Events.OOMKill, m.Events.HasOOMKill
-		return nil
-	}
-	if m.OOMKills, m.HasOOMKills, err = parseKeyedUint(oom, "oom_kill"); err != nil {
-		return fmt.Errorf("%s: %w", f.oom, err)
-	}
-	return nil
-}
-
-// readSignals reads the files only one version has: v2's pressure and
-// high, v1's failcnt. Each may be missing (a kernel without PSI, a
-// controller without the file), which costs only its own figure.
-func readSignals(read func(name string) ([]byte, error), f cgroupFiles, m *CgroupMemory) error {
-	if f.failcnt != "" {
-		b, err := readOptional(read, f.failcnt)
+	} else {
+		type kills struct {
+			n     uint64
+			found bool
+		}
+		k, _, err := parseOptional(read, f.oom, func(b []byte) (kills, error) {
+			n, found, err := parseKeyedUint(b, "oom_kill")
+			return kills{n, found}, err
+		})
 		if err != nil {
 			return err
 		}
-		if b != nil {
-			if m.FailCnt, err = parseSingleUint(b); err != nil {
-				return fmt.Errorf("%s: %w", f.failcnt, err)
-			}
-			m.HasFailCnt = true
+		m.OOMKills, m.HasOOMKills = k.n, k.found
+	}
+
+	// The files only one version has, each of which a kernel may lack (no
+	// PSI, an older controller), costing only its own figure: v2's
+	// pressure and high, v1's failcnt.
+	if f.failcnt != "" {
+		if m.FailCnt, m.HasFailCnt, err = parseOptional(read, f.failcnt, parseSingleUint); err != nil {
+			return err
 		}
 	}
 	if f.pressure != "" {
-		b, err := readOptional(read, f.pressure)
-		if err != nil {
+		if m.Pressure, _, err = parseOptional(read, f.pressure, parsePressure); err != nil {
 			return err
-		}
-		if b != nil {
-			if m.Pressure, err = parsePressure(b); err != nil {
-				return fmt.Errorf("%s: %w", f.pressure, err)
-			}
 		}
 	}
 	if f.high != "" {
-		b, err := readOptional(read, f.high)
-		if err != nil {
+		if m.High, _, err = parseOptional(read, f.high, parseV2Max); err != nil {
 			return err
-		}
-		if b != nil {
-			if m.High, err = parseV2Max(b); err != nil {
-				return fmt.Errorf("%s: %w", f.high, err)
-			}
 		}
 	}
 	return nil
 }
 
-// readOptional reads a file that older kernels lack: nil without error
-// when it is missing, or when the kernel has it but not the feature
-// behind it (memory.pressure reads EOPNOTSUPP with PSI off at boot).
-func readOptional(read func(name string) ([]byte, error), name string) ([]byte, error) {
+// parseFile reads the file name and parses it, naming the file in a parse
+// error.
+func parseFile[T any](read func(name string) ([]byte, error), name string, parse func([]byte) (T, error)) (T, error) {
+	var zero T
 	b, err := read(name)
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.EOPNOTSUPP) {
-		return nil, nil
-	}
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
-	if b == nil {
-		b = []byte{}
+	v, err := parse(b)
+	if err != nil {
+		return zero, fmt.Errorf("%s: %w", name, err)
 	}
-	return b, nil
+	return v, nil
+}
+
+// parseOptional is parseFile for a file that older kernels lack: found is
+// false, without error, when it is missing, or when the kernel has it but
+// not the feature behind it (memory.pressure reads EOPNOTSUPP with PSI off
+// at boot).
+func parseOptional[T any](read func(name string) ([]byte, error), name string, parse func([]byte) (T, error)) (v T, found bool, err error) {
+	v, err = parseFile(read, name, parse)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.EOPNOTSUPP) {
+		return v, false, nil
+	}
+	return v, err == nil, err
 }

@@ -56,21 +56,29 @@ func parseV2Max(data []byte) (uint64, error) {
 	return parseSingleUint(data)
 }
 
+// nextLine splits the first line off a cgroup file as bufio.Scanner would
+// (a trailing \r dropped, a line over its 64 KiB buffer an error), without
+// its buffer's allocation: memory.stat is read for every cgroup on every
+// scan.
+func nextLine(data []byte) (line, rest []byte, err error) {
+	line, rest, _ = bytes.Cut(data, []byte{'\n'})
+	if len(line) > maxCgroupFileLine {
+		return nil, nil, bufio.ErrTooLong
+	}
+	return bytes.TrimSuffix(line, []byte{'\r'}), rest, nil
+}
+
 // parseKeyedUint finds key in a flat-keyed cgroup file ("key value" per line:
 // memory.stat, memory.events, memory.oom_control). found is false when the
 // key is absent, which is not an error: older kernels lack some keys. A
 // present key with a bad value is an error.
 func parseKeyedUint(data []byte, key string) (value uint64, found bool, err error) {
-	// Line by line as bufio.Scanner splits them (a trailing \r dropped, a
-	// line over its 64 KiB buffer an error), without its buffer's
-	// allocation: memory.stat is read for every cgroup on every scan.
 	for len(data) > 0 {
-		line, rest, _ := bytes.Cut(data, []byte{'\n'})
-		data = rest
-		if len(line) > maxCgroupFileLine {
-			return 0, false, bufio.ErrTooLong
+		line, rest, err := nextLine(data)
+		if err != nil {
+			return 0, false, err
 		}
-		line = bytes.TrimSuffix(line, []byte{'\r'})
+		data = rest
 		name, val, ok := bytes.Cut(line, []byte{' '})
 		if !ok || string(name) != key {
 			continue
@@ -183,12 +191,11 @@ func parseMemoryStat(data []byte, v2 bool) (memoryStat, error) {
 		lookup = v2StatKey
 	}
 	for len(data) > 0 {
-		line, rest, _ := bytes.Cut(data, []byte{'\n'})
-		data = rest
-		if len(line) > maxCgroupFileLine {
-			return memoryStat{}, bufio.ErrTooLong
+		line, rest, err := nextLine(data)
+		if err != nil {
+			return memoryStat{}, err
 		}
-		line = bytes.TrimSuffix(line, []byte{'\r'})
+		data = rest
 		name, val, ok := bytes.Cut(line, []byte{' '})
 		if !ok {
 			continue

@@ -1,7 +1,6 @@
 package procmem
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -26,18 +25,17 @@ type MemoryEvents struct {
 	HasLow, HasHigh, HasMax, HasOOM, HasOOMKill bool
 }
 
-// parseMemoryEvents reads memory.events in one pass, split as
-// parseKeyedUint splits it; the first line of a key counts. A key with a
+// parseMemoryEvents reads memory.events in one pass, split by
+// nextLine; the first line of a key counts. A key with a
 // bad value is an error, an absent one is not.
 func parseMemoryEvents(data []byte) (MemoryEvents, error) {
 	var e MemoryEvents
 	for len(data) > 0 {
-		line, rest, _ := bytes.Cut(data, []byte{'\n'})
-		data = rest
-		if len(line) > maxCgroupFileLine {
-			return MemoryEvents{}, bufio.ErrTooLong
+		line, rest, err := nextLine(data)
+		if err != nil {
+			return MemoryEvents{}, err
 		}
-		line = bytes.TrimSuffix(line, []byte{'\r'})
+		data = rest
 		name, val, ok := bytes.Cut(line, []byte{' '})
 		if !ok {
 			continue
@@ -90,12 +88,11 @@ var errPressureLine = errors.New("want avg10=, avg60=, avg300= and total=")
 func parsePressure(data []byte) (Pressure, error) {
 	var p Pressure
 	for len(data) > 0 {
-		line, rest, _ := bytes.Cut(data, []byte{'\n'})
-		data = rest
-		if len(line) > maxCgroupFileLine {
-			return Pressure{}, bufio.ErrTooLong
+		line, rest, err := nextLine(data)
+		if err != nil {
+			return Pressure{}, err
 		}
-		line = bytes.TrimSuffix(line, []byte{'\r'})
+		data = rest
 		kind, fields, _ := bytes.Cut(line, []byte{' '})
 		var total *uint64
 		var avg10 *float64
