@@ -1,9 +1,11 @@
 package procmem
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -17,7 +19,24 @@ func startSleep(t *testing.T) *exec.Cmd {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	return cmd
+	// Until sleep has exec'd and its loader is done, its resident memory
+	// moves between two reads: the tests compare readings made apart.
+	statm := filepath.Join("/proc", strconv.Itoa(cmd.Process.Pid), "statm")
+	var last []byte
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		b, err := os.ReadFile(statm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		comm, _ := os.ReadFile(filepath.Join(filepath.Dir(statm), "comm"))
+		if string(comm) == "sleep\n" && bytes.Equal(b, last) {
+			return cmd
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sleep %d did not settle: comm %q, statm %q", cmd.Process.Pid, comm, b)
+		}
+		last = b
+	}
 }
 
 // TestWatchKeepsStatOpenForWhatIsAskedEveryScan: a process asked about in
