@@ -228,38 +228,29 @@ func (c *oomCollector) lookupVictim(pid int) (oom.Victim, bool) {
 	return victimOf(s), true
 }
 
-// liveJVMs is a sample source that also says which JVMs are alive: the
-// JVM tracker. A killed process that is no JVM is looked up among them
-// by its cgroup.
-type liveJVMs interface {
-	Last() jvm.View
-}
-
 // lookupOwner hands the attribution the JVM whose memory cgroup is the
 // kernel's task_memcg of a victim that was no tracked JVM, when exactly one
 // is in it. Executors sharing a cgroup (a standalone worker's) cannot be
 // told apart from the cgroup: their children's kills stay unattributed.
 func (c *oomCollector) lookupOwner(memcg string) (oom.Victim, bool) {
-	src, ok := c.source.(liveJVMs)
-	if !ok || src == nil {
+	if c.source == nil {
 		return oom.Victim{}, false
 	}
-	view := src.Last()
-	var owner *jvm.JVM
-	for i := range view.JVMs {
-		j := &view.JVMs[i]
-		if !oom.SameMemcg(j.CgroupPath, memcg) {
+	var owner *jvm.Sample
+	live := c.source.LiveSamples()
+	for i := range live {
+		if !oom.SameMemcg(live[i].CgroupPath, memcg) {
 			continue
 		}
 		if owner != nil {
 			return oom.Victim{}, false
 		}
-		owner = j
+		owner = &live[i]
 	}
 	if owner == nil {
 		return oom.Victim{}, false
 	}
-	return victimOf(owner.Sample), true
+	return victimOf(*owner), true
 }
 
 // victimOf is the part of a JVM's sample that judging a kill needs.

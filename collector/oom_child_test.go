@@ -14,10 +14,10 @@ import (
 // the JVM tracker does.
 type liveSamples struct {
 	samples
-	live []jvm.JVM
+	live []jvm.Sample
 }
 
-func (s liveSamples) Last() jvm.View { return jvm.View{JVMs: s.live} }
+func (s liveSamples) LiveSamples() []jvm.Sample { return s.live }
 
 // A process killed inside a tracked executor's cgroup while the JVM lives
 // is counted with the executor's identity (pid the JVM's, task the
@@ -28,7 +28,7 @@ func TestOOMCollectorAttributesAChildToItsExecutor(t *testing.T) {
 	other.Identity = jvm.Identity{PID: 5000, Role: "executor", AppID: "app-2", ExecutorID: "1"}
 	other.CgroupPath = "/spark/exec-9"
 	src := liveSamples{samples: samples{4242: nativeExecutor, 5000: other},
-		live: []jvm.JVM{{Sample: nativeExecutor}, {Sample: other}}}
+		live: []jvm.Sample{nativeExecutor, other}}
 	var mu sync.Mutex
 	var ended []int
 	f := newOOMFixture(t, OOMConfig{Attributed: func(pid int, _ time.Time, _, _ string) {
@@ -76,7 +76,7 @@ func TestOOMCollectorChildInASharedCgroup(t *testing.T) {
 	second := nativeExecutor
 	second.Identity = jvm.Identity{PID: 5000, Role: "executor", AppID: "app-1", ExecutorID: "4"}
 	src := liveSamples{samples: samples{4242: nativeExecutor, 5000: second},
-		live: []jvm.JVM{{Sample: nativeExecutor}, {Sample: second}}}
+		live: []jvm.Sample{nativeExecutor, second}}
 	f := newOOMFixture(t, OOMConfig{}, src)
 	f.write(t, memcgKill(777, "/spark/exec-3", "python3")...)
 	testenv.WaitFor(t, waitTimeout, "the kill", func() bool { return strings.Contains(f.logs.String(), "OOM kill") })

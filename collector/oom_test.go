@@ -31,6 +31,9 @@ func (s samples) LastSample(pid int) (jvm.Sample, bool) {
 	return v, ok
 }
 
+// LiveSamples: none is known alive (liveSamples says which are).
+func (s samples) LiveSamples() []jvm.Sample { return nil }
+
 // syncBuffer is a log sink safe for the follower's goroutine.
 type syncBuffer struct {
 	mu sync.Mutex

@@ -42,8 +42,10 @@ type Sample struct {
 	Native *NativeMemory
 }
 
-// SampleSource answers "what did this pid look like last?". The OOM
-// collector depends on this, not on the tracker itself.
+// SampleSource answers "what did this pid look like last?", and "which
+// JVMs are alive?" (the last sample of each, for a process killed in one's
+// cgroup). The OOM collector depends on this, not on the tracker itself.
 type SampleSource interface {
 	LastSample(pid int) (Sample, bool)
+	LiveSamples() []Sample
 }

@@ -309,6 +309,20 @@ func (t *Tracker) Current() (View, error) {
 	return t.Refresh()
 }
 
+// LiveSamples implements SampleSource: the last sample of every JVM the
+// last scan found alive. A nil tracker knows none.
+func (t *Tracker) LiveSamples() []Sample {
+	if t == nil {
+		return nil
+	}
+	view := t.Last()
+	out := make([]Sample, len(view.JVMs))
+	for i := range view.JVMs {
+		out[i] = view.JVMs[i].Sample
+	}
+	return out
+}
+
 // Last returns the view of the last scan, however old, without reading
 // anything or waiting for a scan in progress: the status page shows what
 // the exporter already knows. It is the zero View before the first scan.
