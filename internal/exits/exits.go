@@ -59,6 +59,12 @@ const (
 	GCBusyShare = 0.5
 	// MinGCWindow: a shorter window says too little about GC time.
 	MinGCWindow = time.Second
+	// FullGCsBeforeOOME: HotSpot throws OutOfMemoryError after a full
+	// collection and then one that clears soft references both fail to
+	// free enough. A healthy heap's old generation fills with garbage and
+	// is emptied by one full collection, so a fill seen only before the end
+	// counts when at least this many ran after it.
+	FullGCsBeforeOOME = 2
 	// FullGCRecent: a full collection that ended at most this long before
 	// the JVM's counters stopped is one the JVM ran on its way out. HotSpot
 	// throws OutOfMemoryError right after a full collection that freed too
@@ -86,6 +92,17 @@ type Heap struct {
 	// the window since an earlier sample; GCWindow 0 when unknown.
 	GCShare  float64
 	GCWindow time.Duration
+	// LiveShare is the heap's fill at the last read before the end (the
+	// larger of what survived collections over the heap's max and the old
+	// generation over its own), LiveAgo before the counters stopped, and
+	// FullGCsSince the full collections between that read and the end;
+	// LiveShare 0 when unknown. A JVM whose handler drops what a task held
+	// before it exits (the task's stack unwinds with the OutOfMemoryError)
+	// ends with an empty heap after a full collection: the last read is
+	// when it was full.
+	LiveShare    float64
+	LiveAgo      time.Duration
+	FullGCsSince uint64
 }
 
 // exhausted reports whether the heap rule holds, and the figures in words.
@@ -108,6 +125,10 @@ func (h Heap) exhausted() (bool, string) {
 	}
 	desc += " (" + h.Source + ")"
 	full := share >= HeapFullShare
+	if !full && h.LiveShare >= HeapFullShare && h.LiveAgo <= FullGCRecent && h.FullGCsSince >= FullGCsBeforeOOME {
+		full = true
+		desc += fmt.Sprintf(", but %.0f%% full at the last read %.1fs before the end, %d full collections since", 100*h.LiveShare, h.LiveAgo.Seconds(), h.FullGCsSince)
+	}
 	busy := (h.HasFullGC && h.FullGCAgo <= FullGCRecent) || (h.GCWindow >= MinGCWindow && h.GCShare >= GCBusyShare)
 	return full && busy, desc
 }
@@ -161,9 +182,9 @@ const Lookback = time.Minute
 //  1. oom_killed: the kernel OOM killer killed it.
 //  2. heap_exhausted: not SIGKILLed (the file was deleted, or cannot
 //     tell), and the heap or its old generation was full (HeapFullShare
-//     of its max) while the
-//     JVM collected hard (a full collection within FullGCRecent of the end,
-//     or GCBusyShare of the final window).
+//     of its max) at the end, or at the last read within FullGCRecent of
+//     it with FullGCsBeforeOOME full collections since, while the JVM collected hard (a full collection within
+//     FullGCRecent of the end, or GCBusyShare of the final window).
 //  3. interrupted: an interruption notice was pending.
 //  4. killed: the file was left behind.
 //  5. exited: the file was deleted.

@@ -32,6 +32,12 @@ func TestDecide(t *testing.T) {
 	fullGCAgo := func(d time.Duration) func(*Heap) {
 		return func(h *Heap) { h.HasFullGC, h.FullGCAgo = true, d }
 	}
+	lastRead := func(share float64, ago time.Duration, fullGCs uint64) func(*Heap) {
+		return func(h *Heap) {
+			h.HasFullGC, h.FullGCAgo = true, 0
+			h.LiveShare, h.LiveAgo, h.FullGCsSince = share, ago, fullGCs
+		}
+	}
 	gcShare := func(share float64, window time.Duration) func(*Heap) {
 		return func(h *Heap) { h.GCShare, h.GCWindow = share, window }
 	}
@@ -77,6 +83,15 @@ func TestDecide(t *testing.T) {
 		{"old generation just below full", death(FileDeleted, heapAt(600*mib, func(h *Heap) {
 			h.OldUsed, h.OldMax, h.HasFullGC = 630*mib-1, 700*mib, true
 		})), nil, nil, ReasonExited},
+
+		// Full at the last read, emptied on the way out (the handler
+		// dropped what the task held, and a collection ran).
+		{"full at the last read, two full collections since", death(FileDeleted, heapAt(mib, lastRead(0.95, 3*time.Second, 2))), nil, nil, ReasonHeapExhausted},
+		{"full at the last read, one full collection since", death(FileDeleted, heapAt(mib, lastRead(0.95, 3*time.Second, 1))), nil, nil, ReasonExited},
+		{"just below full at the last read", death(FileDeleted, heapAt(mib, lastRead(HeapFullShare-0.001, 3*time.Second, 2))), nil, nil, ReasonExited},
+		{"last read exactly FullGCRecent before the end", death(FileDeleted, heapAt(mib, lastRead(0.95, FullGCRecent, 2))), nil, nil, ReasonHeapExhausted},
+		{"last read longer ago", death(FileDeleted, heapAt(mib, lastRead(0.95, FullGCRecent+time.Millisecond, 2))), nil, nil, ReasonExited},
+		{"full at the last read, then SIGKILLed", death(FileLeftBehind, heapAt(mib, lastRead(0.95, 3*time.Second, 2))), nil, nil, ReasonKilled},
 		{"heap figures without a max", death(FileDeleted, Heap{Known: true, Used: 5, HasFullGC: true}), nil, nil, ReasonExited},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -99,6 +114,11 @@ func TestDecideEvidence(t *testing.T) {
 		if !strings.Contains(v.Evidence, want) {
 			t.Errorf("evidence %q lacks %q", v.Evidence, want)
 		}
+	}
+	d.Heap = Heap{Known: true, Source: "final counters", Used: mib, Max: 1000 * mib, HasFullGC: true, LiveShare: 0.97, LiveAgo: 2 * time.Second, FullGCsSince: 3}
+	v = Decide(d, nil, nil)
+	if want := "97% full at the last read 2.0s before the end, 3 full collections since"; !strings.Contains(v.Evidence, want) {
+		t.Errorf("evidence %q lacks %q", v.Evidence, want)
 	}
 }
 

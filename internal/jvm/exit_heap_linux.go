@@ -77,6 +77,12 @@ func heapAtEnd(snap *hsperf.Snapshot, stats hsperf.Stats, marks [2]gcMark) exits
 	for _, g := range stats.GCs {
 		gc += g.Seconds
 	}
+	if m := marks[0]; m.ticks > 0 && m.ticks <= ticks && m.liveShare > 0 {
+		h.LiveShare, h.LiveAgo = m.liveShare, seconds(ticks-m.ticks)
+		if n := fullCollections(&stats); n > m.fullGCs {
+			h.FullGCsSince = n - m.fullGCs
+		}
+	}
 	// The newest mark, or the one before when the newest is too recent.
 	for _, m := range marks {
 		if m.ticks <= 0 || m.ticks >= ticks {
@@ -100,6 +106,16 @@ func isFullCollector(name string) bool {
 		return true
 	}
 	return strings.Contains(strings.ToLower(name), "full")
+}
+
+// liveShare is how full a read found the heap: the larger of its live
+// data over its max and its old generation over its own max.
+func liveShare(stats *hsperf.Stats, live uint64) float64 {
+	share := oldShare(stats)
+	if stats.HeapMax > 0 {
+		share = max(share, float64(live)/float64(stats.HeapMax))
+	}
+	return share
 }
 
 // isOldPool tells the old generation's pool by its name: G1 Old Gen, PS

@@ -66,6 +66,8 @@ type life struct {
 type gcMark struct {
 	ticks     int64
 	gcSeconds float64
+	liveShare float64 // exits.Heap.LiveShare at this read
+	fullGCs   uint64  // full collections so far
 }
 
 func (l *life) close() {

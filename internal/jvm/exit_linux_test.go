@@ -112,6 +112,9 @@ func TestTrackerExits(t *testing.T) {
 		wantCode int
 		wantFile exits.File
 		want     string
+		// emptied: the heap must be nearly empty at the end, so that only
+		// the last read before it can tell it was full.
+		emptied bool
 	}{
 		{
 			name: "SIGKILL leaves the file", jvmArgs: []string{"-Xmx64m"}, args: []string{"--heap-mb", "8"},
@@ -132,6 +135,14 @@ func TestTrackerExits(t *testing.T) {
 			name: "heap exhausted, exit 52", jvmArgs: []string{"-Xmx64m", "-XX:+UseG1GC"},
 			args:     []string{"--spark-exit", "--heap-mb", "1000", "--step-mb", "1", "--step-ms", "40", "--churn"},
 			wantCode: 52, wantFile: exits.FileDeleted, want: exits.ReasonHeapExhausted,
+		},
+		{
+			// The task's data goes with its stack as the error unwinds, and
+			// a collection empties the heap before the exit: full at the last
+			// read, not at the end.
+			name: "heap exhausted, emptied on the way out", jvmArgs: []string{"-Xmx64m", "-XX:+UseG1GC"},
+			args:     []string{"--spark-exit", "--free-on-oome", "--heap-mb", "1000", "--step-mb", "1", "--step-ms", "40", "--churn"},
+			wantCode: 52, wantFile: exits.FileDeleted, want: exits.ReasonHeapExhausted, emptied: true,
 		},
 		{
 			name: "heap exhausted under the parallel collector", jvmArgs: []string{"-Xmx64m", "-XX:+UseParallelGC"},
@@ -162,6 +173,9 @@ func TestTrackerExits(t *testing.T) {
 			}
 			if !e.Death.Heap.Known || e.Death.Heap.Source != "final counters" {
 				t.Errorf("no final counters: %+v", e.Death.Heap)
+			}
+			if h := e.Death.Heap; tc.emptied && (h.Max == 0 || float64(h.Used) >= 0.5*float64(h.Max)) {
+				t.Errorf("the heap was not emptied on the way out: %d of %d bytes used at the end", h.Used, h.Max)
 			}
 			if !e.Death.LastAlive.Before(e.Death.Noticed) || e.Death.Start.IsZero() {
 				t.Errorf("times: %+v", e.Death)

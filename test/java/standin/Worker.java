@@ -19,13 +19,16 @@ import java.util.List;
  *   --spark-exit       exit as a Spark executor does on an uncaught error: 52 for an
  *                      OutOfMemoryError (see SparkExitHandler); with --heap-mb beyond
  *                      -Xmx that is how the stand-in ends
+ *   --free-on-oome     on OutOfMemoryError, drop what it holds and collect before the
+ *                      error reaches the handler, as a task's data goes when its stack
+ *                      unwinds: the heap is empty at the end
  */
 public final class Worker {
     private static final List<Object> retained = new ArrayList<>();
 
     public static void run(String[] args) throws Exception {
         long heapMb = 0, directMb = 0, pythonMb = 0, stepMb = 8, stepMs = 50, exitAfterS = 600;
-        boolean churn = false, python = false;
+        boolean churn = false, python = false, freeOnOOME = false;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--heap-mb": heapMb = Long.parseLong(args[++i]); break;
@@ -37,6 +40,7 @@ public final class Worker {
                 case "--churn": churn = true; break;
                 case "--python-child": python = true; break;
                 case "--spark-exit": SparkExitHandler.install(); break;
+                case "--free-on-oome": freeOnOOME = true; break;
                 default: break;
             }
         }
@@ -52,6 +56,21 @@ public final class Worker {
         System.out.println("ready pid=" + ProcessHandle.current().pid());
         System.out.flush();
 
+        try {
+            grow(heapMb, directMb, stepMb, stepMs, churn, deadline);
+        } catch (OutOfMemoryError e) {
+            if (freeOnOOME) {
+                retained.clear();
+                System.gc();
+            }
+            throw e;
+        }
+        if (child != null) child.destroyForcibly();
+        System.exit(0);
+    }
+
+    private static void grow(long heapMb, long directMb, long stepMb, long stepMs, boolean churn, long deadline)
+            throws InterruptedException {
         long heapDone = 0, directDone = 0;
         while (System.currentTimeMillis() < deadline) {
             if (heapDone < heapMb) {
@@ -79,8 +98,6 @@ public final class Worker {
             }
             Thread.sleep(stepMs);
         }
-        if (child != null) child.destroyForcibly();
-        System.exit(0);
     }
 
     private Worker() {}
