@@ -337,7 +337,7 @@
             ('The kernel OOM-killed %s (exit code 137). Cause: {{ $labels.cause }} ({{ $labels.constraint }}).' +
              '{{ with $labels.region }} The region that grew most since its first minute: {{ . }}; what to do: %s.{{ end }}' +
              '{{ if or (eq $labels.cause "native") (eq $labels.cause "heap") }} %s' +
-             '{{ else if eq $labels.cause "node" }} The machine ran out of memory, not the container: no setting of the application fixes it; schedule fewer executors on the node.{{ end }}') %
+             '{{ else if eq $labels.cause "node" }} The node ran out of memory (the machine, or the group that holds all its containers), not the limit of the container itself: no setting of the application fixes it; schedule fewer executors on the node.{{ end }}') %
             [
               jvm,
               c.runbookURL + '#region-{{ . }}',

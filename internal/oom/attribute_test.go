@@ -89,6 +89,8 @@ func TestAttributeChild(t *testing.T) {
 			owner: owner, found: true, child: true, wantCause: CauseNative, wantAdvice: "spark.executor.memoryOverhead"},
 		{name: "child in a node OOM", kill: Kill{PID: 77, Task: "python3", Constraint: ConstraintNone, TaskMemcg: "/kubepods/pod1/c1"},
 			owner: owner, found: true, child: true, wantCause: CauseNode, wantReason: "child python3 (pid 77) was killed: the machine"},
+		{name: "child in an OOM of the group above the container", kill: Kill{PID: 77, Task: "python3", Constraint: ConstraintMemcg, OOMMemcg: "/kubepods", TaskMemcg: "/kubepods/pod1/c1"},
+			owner: owner, found: true, child: true, wantCause: CauseNode, wantReason: "child python3 (pid 77) was killed: the memory cgroup /kubepods"},
 		{name: "another cgroup", kill: Kill{PID: 77, Task: "python3", Constraint: ConstraintMemcg, TaskMemcg: "/kubepods/pod1/c2"},
 			owner: owner, wantCause: CauseUnknown},
 		{name: "kernel without task_memcg", kill: Kill{PID: 77, Task: "python3", Constraint: ConstraintMemcg},

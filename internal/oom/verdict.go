@@ -3,6 +3,7 @@ package oom
 import (
 	"fmt"
 	"regexp"
+	"strings"
 
 	"github.com/executor-exporter/executor_exporter/internal/nativemem"
 )
@@ -110,6 +111,9 @@ func judgeCause(k Kill, s Victim, found bool) Verdict {
 	case ConstraintNone, ConstraintCpuset, ConstraintMemoryPolicy:
 		return Verdict{Cause: CauseNode, Reason: "the machine ran out of memory (" + k.Constraint + "), not a container limit"}
 	}
+	if aboveContainer(k) {
+		return Verdict{Cause: CauseNode, Reason: fmt.Sprintf("the memory cgroup %s, which holds the victim's %s and others, ran out: the node's share for containers, not the container's own limit", k.OOMMemcg, k.TaskMemcg)}
+	}
 	if !found {
 		return Verdict{Cause: CauseUnknown, Reason: "the victim was not a tracked JVM"}
 	}
@@ -148,12 +152,29 @@ func judgeCause(k Kill, s Victim, found bool) Verdict {
 	}
 }
 
+// aboveContainer reports whether a memcg kill hit the limit of a group
+// above the victim's own, one its container shares with others: on
+// Kubernetes kubepods (the node's allocatable memory), under YARN or
+// systemd the slice that holds every container. Both paths are the
+// kernel's, so they compare as they are.
+func aboveContainer(k Kill) bool {
+	if k.Constraint != ConstraintMemcg || k.OOMMemcg == "" || k.TaskMemcg == "" || k.OOMMemcg == k.TaskMemcg {
+		return false
+	}
+	return k.OOMMemcg == "/" || strings.HasPrefix(k.TaskMemcg, k.OOMMemcg+"/")
+}
+
 // judgeChild says why a process in an executor's cgroup, not the JVM, was
 // killed. The kernel chose it for its memory (its oom_score): memory
 // beside the heap filled the container (native), and a Python child is a
 // PySpark worker, whose budget is spark.executor.pyspark.memory. A global
 // OOM is the node's, whoever it chose.
 func judgeChild(k Kill, s Victim) Verdict {
+	if aboveContainer(k) {
+		v := judgeCause(k, s, true)
+		v.Reason = fmt.Sprintf("the executor's child %s (pid %d) was killed: %s", k.Task, k.PID, v.Reason)
+		return v
+	}
 	switch k.Constraint {
 	case ConstraintNone, ConstraintCpuset, ConstraintMemoryPolicy:
 		v := judgeCause(k, s, true)

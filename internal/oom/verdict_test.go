@@ -25,6 +25,31 @@ func TestJudge(t *testing.T) {
 			want:   CauseNode,
 		},
 		{name: "cpuset OOM is node", kill: Kill{Constraint: ConstraintCpuset}, want: CauseNode},
+		{
+			name: "memcg OOM of the group above the container is node",
+			kill: Kill{Constraint: ConstraintMemcg, OOMMemcg: "/kubepods.slice", TaskMemcg: "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1.slice/cri-containerd-a.scope"}, found: true,
+			sample: Victim{HeapUsed: 990 * mib, HeapCommitted: 1000 * mib, HeapMax: 1000 * mib, CgroupUsage: 1100 * mib, CgroupLimit: 2000 * mib},
+			want:   CauseNode,
+		},
+		{
+			name: "memcg OOM of the root group is node",
+			kill: Kill{Constraint: ConstraintMemcg, OOMMemcg: "/", TaskMemcg: "/yarn/container_1"}, found: true,
+			sample: Victim{HeapUsed: 10 * mib, HeapCommitted: 40 * mib, HeapMax: 64 * mib, CgroupUsage: 240 * mib, CgroupLimit: 256 * mib},
+			want:   CauseNode,
+		},
+		{
+			// A sibling whose name the victim's extends is not above it.
+			name: "memcg OOM of a sibling named like a prefix is not above the container",
+			kill: Kill{Constraint: ConstraintMemcg, OOMMemcg: "/yarn/container_1", TaskMemcg: "/yarn/container_12"}, found: true,
+			sample: Victim{HeapUsed: 10 * mib, HeapCommitted: 40 * mib, HeapMax: 64 * mib, CgroupUsage: 240 * mib, CgroupLimit: 256 * mib},
+			want:   CauseNative,
+		},
+		{
+			name: "memcg OOM of the container itself",
+			kill: Kill{Constraint: ConstraintMemcg, OOMMemcg: "/yarn/container_1", TaskMemcg: "/yarn/container_1"}, found: true,
+			sample: Victim{HeapUsed: 10 * mib, HeapCommitted: 40 * mib, HeapMax: 64 * mib, CgroupUsage: 240 * mib, CgroupLimit: 256 * mib},
+			want:   CauseNative,
+		},
 		{name: "mempolicy OOM is node", kill: Kill{Constraint: ConstraintMemoryPolicy}, want: CauseNode},
 		{name: "untracked victim", kill: memcg, want: CauseUnknown},
 		{name: "sample without figures", kill: memcg, found: true, sample: Victim{HeapMax: 64 * mib}, want: CauseUnknown},
