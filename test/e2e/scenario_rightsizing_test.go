@@ -111,8 +111,7 @@ func scenarioRightSizing(t *testing.T, lab *scenarioLab, run []scenario, results
 			if rec, ok := value(of("memory_recommended:bytes", app, s)); ok {
 				row.Recommended = fmt.Sprintf("%.0f", rec/mib)
 			} else {
-				n, _ := value(fmt.Sprintf(`app_name:executors:count{app_name=%q}`, app))
-				row.Recommended = fmt.Sprintf("- (%.0f executors)", n)
+				row.Recommended = "-"
 			}
 			rows = append(rows, row)
 
@@ -138,7 +137,8 @@ docs/runbook.md#right-sizing) say of each scenario's application after it,
 in MiB: the setting as it was (memoryOverhead: the limit less the heap),
 what the peaks need, what the end asks for (a kill of the matching cause
 raises the setting by the bump at least; a node kill raises nothing), and
-the recommendation, which needs three executors of the application.
+the recommendation, which needs three executors of the application: only
+node-overcommit runs that many.
 
 | scenario | setting | set | peaks need | after kills | recommended |
 |---|---|---|---|---|---|
