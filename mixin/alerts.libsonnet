@@ -58,10 +58,13 @@
   local jvm = '{{ with $labels.app_id }}application {{ . }} {{ end }}{{ $labels.role }}{{ with $labels.executor_id }} {{ . }}{{ end }} (pid {{ $labels.pid }})%s on {{ $labels.instance }}{{ with $labels.instance_type }} ({{ . }}{{ with $labels.lifecycle }}, {{ . }}{{ end }}){{ end }}' % pod,
   // " in pod <namespace>/<pod>" when known: from the alert's own labels
   // (OOM kills and exits carry them), else from the JVM's info series.
+  // The template tests the pod label, not the query: a pod!="" matcher
+  // makes Prometheus merge the series of every pod it holds, for every
+  // active alert at every evaluation.
   local pod =
     ('{{ with $labels.pod }} in pod {{ with $labels.namespace }}{{ . }}/{{ end }}{{ . }}{{ else }}' +
-     '{{ with printf `executor_jvm_info{%s, instance="%%s", pid="%%s", pod!=""}` $labels.instance $labels.pid | query }}' +
-     '{{ with . | first }} in pod {{ with .Labels.namespace }}{{ . }}/{{ end }}{{ .Labels.pod }}{{ end }}{{ end }}{{ end }}') % sel,
+     '{{ with printf `executor_jvm_info{%s, instance="%%s", pid="%%s"}` $labels.instance $labels.pid | query }}' +
+     '{{ with . | first }}{{ $info := . }}{{ with .Labels.pod }} in pod {{ with $info.Labels.namespace }}{{ . }}/{{ end }}{{ . }}{{ end }}{{ end }}{{ end }}{{ end }}') % sel,
   local node = '{{ $labels.instance }}{{ with $labels.instance_type }} ({{ . }}{{ with $labels.lifecycle }}, {{ . }}{{ end }}){{ end }}',
 
   // show(expr) prints, in a description, the value of expr for the alert's
@@ -109,7 +112,10 @@
      '{{ else }}{{ with printf `%(largest)s` $labels.instance $labels.pid | query }}{{ with . | first }}' +
      ' No non-heap region grew in the last %(w)s; the largest is {{ .Labels.region }}, {{ .Value | humanize1024 }}B; what to do: %(regionURL)s.{{ end }}' +
      '{{ else }} No breakdown by region for this JVM yet (executor_jvm_native_memory_bytes; see %(regionsURL)s).{{ end }}{{ end }}') % {
-      fastest: narrow(e.nativeRegionFastest),
+      // The growth recorded by executor_exporter.native.rules (at most its
+      // interval old), rather than every region's range read again for
+      // each active alert at each evaluation.
+      fastest: narrow('executor:jvm_native_memory_fastest_region_growth:delta%s{%s}' % [c.nativeRegionWindow, sel]),
       largest: narrow(e.nativeRegionLargest),
       w: c.nativeRegionWindow,
       regionURL: regionURL,
