@@ -33,7 +33,9 @@
   // first in the memory group, whose alerts read them: a group evaluates
   // its rules in order at one timestamp, so the alerts see this
   // evaluation's values, and the non-heap's trend is a range of recorded
-  // samples rather than a subquery evaluating it at every step.
+  // samples rather than a subquery evaluating it at every step. Their
+  // descriptions read the same series, one selector each, rather than
+  // the expressions again for every active alert.
   local nonHeap = 'executor:memory_nonheap:bytes{%s}' % sel,
   local budget = 'executor:memory_overhead_budget:bytes{%s}' % sel,
   local demand = 'executor:memory_demand:bytes{%s}' % sel,
@@ -186,7 +188,7 @@
             ('%s cannot fit its container: heap max %s + non-heap %s%s is {{ $value }} MiB over the %s limit. ' +
              'When the heap fills, the container is OOM-killed (exit code 137). ' +
              'Raise spark.executor.memoryOverhead by {{ $value }} MiB, or lower spark.executor.memory by {{ $value }} MiB.%s') %
-            [jvm, show(e.heapMax), show(e.nonHeap), pythonNote, show('executor_container_memory_limit_bytes{%s}' % sel), regionNote],
+            [jvm, show(e.heapMax), show(nonHeap), pythonNote, show('executor_container_memory_limit_bytes{%s}' % sel), regionNote],
           ),
           alert(
             'ExecutorOverheadBudgetNearlyFull',
@@ -201,7 +203,7 @@
             ('%s holds %s outside its heap%s: more than %g%% of its overhead budget, the %s its container limit leaves beside the heap max. ' +
              'Past the budget, the container is OOM-killed (exit code 137) when the heap fills. ' +
              'Raise spark.executor.memoryOverhead by at least {{ $value }} MiB (or lower spark.executor.memory by as much); if the non-heap memory keeps growing, look for a native leak (direct buffers, threads).%s') %
-            [jvm, show(e.nonHeap), pythonNote, c.budgetThreshold * 100, show(e.budget), regionNote],
+            [jvm, show(nonHeap), pythonNote, c.budgetThreshold * 100, show(budget), regionNote],
           ),
           alert(
             'ExecutorOverheadBudgetRunningOut',
@@ -226,7 +228,7 @@
             ('At the rate of the last %s, the memory %s holds outside its heap (%s now%s) outgrows its overhead budget (the %s its container limit leaves beside the heap max) by {{ $value }} MiB within %d minutes. ' +
              'Steady growth there is a native leak (direct buffers, threads, JNI) or growing Python workers. ' +
              'Raise spark.executor.memoryOverhead by {{ $value }} MiB to get through, and find the leak.%s') %
-            [c.budgetPredictWindow, jvm, show(e.nonHeap), pythonNote, show(e.budget), c.budgetPredictMinutes, regionNote],
+            [c.budgetPredictWindow, jvm, show(nonHeap), pythonNote, show(budget), c.budgetPredictMinutes, regionNote],
           ),
         ],
       },
