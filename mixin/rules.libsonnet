@@ -176,8 +176,11 @@
             expr: 'sum by(%s) (executor_jvm_memory_used_bytes{%s, area="heap", app_id!=""})\n' % [appLabels, sel],
           },
           {
+            // The JVMs and their children together, one series per
+            // application: the fleet's top-10 panel reads it over its
+            // whole range, for every application that ran.
             record: 'app:executor_process_resident_memory:bytes',
-            expr: 'sum by(%s, kind) (executor_process_resident_memory_bytes{%s, app_id!=""})\n' % [appLabels, sel],
+            expr: 'sum by(%s) (executor_process_resident_memory_bytes{%s, app_id!=""})\n' % [appLabels, sel],
           },
           {
             record: 'app:executor_memory_nonheap:bytes',

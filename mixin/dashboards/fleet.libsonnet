@@ -102,7 +102,7 @@ local common = import 'common.libsonnet';
               g.target('sum by(%s, event) (%s)' % [byType, interruptions], '{{instance_type}} {{lifecycle}} {{event}}'),
             ], 'short', min=0),
             g.timeseries('Memory per application (top 10)', 'Resident memory of the JVMs and their Python workers, per Spark application.', [
-              g.target('topk(10, sum by(app_id) (app:executor_process_resident_memory:bytes{%s, %s}))' % [common.job, common.cluster(c)], '{{app_id}}'),
+              g.target('topk(10, app:executor_process_resident_memory:bytes{%s, %s})' % [common.job, common.cluster(c)], '{{app_id}}'),
             ], 'bytes', min=0),
           ],
           g.row('Applications: memory as set and as recommended'),
