@@ -76,12 +76,6 @@
           { record: 'executor:jvm_heap_used:ratio', expr: heapUsedRatio },
           { record: 'executor:jvm_gc_time:ratio', expr: gcTimeRatio },
           {
-            // The same with the machine's labels, to compare GC time by
-            // how the machine was bought.
-            record: 'executor_instance:jvm_gc_time:ratio',
-            expr: withInstanceInfo(paren(gcTimeRatio)),
-          },
-          {
             // How much the heaps of the node's JVMs may still grow.
             record: 'executor_node:jvm_heap_room:bytes',
             expr: 'sum by(%s, job, instance) (%s)\n' % [c.clusterLabel, e.heapRoom],
@@ -169,38 +163,17 @@
         ],
       },
       {
+        // Per application, what the fleet dashboard reads; other
+        // per-application questions are ad-hoc sums of the raw series, not
+        // rules every server evaluates whether anyone asks.
         name: 'executor_exporter.app.rules',
         rules: [
-          {
-            record: 'app:executor_jvm_heap_used:bytes',
-            expr: 'sum by(%s) (executor_jvm_memory_used_bytes{%s, area="heap", app_id!=""})\n' % [appLabels, sel],
-          },
           {
             // The JVMs and their children together, one series per
             // application: the fleet's top-10 panel reads it over its
             // whole range, for every application that ran.
             record: 'app:executor_process_resident_memory:bytes',
             expr: 'sum by(%s) (executor_process_resident_memory_bytes{%s, app_id!=""})\n' % [appLabels, sel],
-          },
-          {
-            record: 'app:executor_memory_nonheap:bytes',
-            expr: 'sum by(%s) (%s)\n' % [appLabels, e.of(sel + ', app_id!=""').nonHeap],
-          },
-          {
-            record: 'app:executor_jvm_gc_time:ratio',
-            expr: 'max by(%s) (sum without(gc) (rate(executor_jvm_gc_collection_seconds_total{%s, app_id!=""}[%s])))\n' % [appLabels, sel, c.rateInterval],
-          },
-          {
-            record: 'app:executor_jvms:count',
-            expr: 'count by(%s, role) (executor_jvm_info{%s, app_id!=""})\n' % [appLabels, sel],
-          },
-          {
-            record: 'app:executor_jvm_exits:increase1h',
-            expr: 'sum by(%s, reason, region) (increase(executor_jvm_exits_total{%s, app_id!=""}[1h]))\n' % [appLabels, sel],
-          },
-          {
-            record: 'app:executor_oom_kills:increase1h',
-            expr: 'sum by(%s, cause, region) (increase(executor_oom_kills_total{%s, app_id!=""}[1h]))\n' % [appLabels, sel],
           },
         ],
       },
