@@ -11,6 +11,12 @@ const mib = 1 << 20
 
 func TestJudge(t *testing.T) {
 	memcg := Kill{PID: 1, Constraint: ConstraintMemcg}
+	// A memcg kill whose limit was oom's, of a victim in task.
+	memcgAt := func(oom, task string) Kill {
+		return Kill{PID: 1, Constraint: ConstraintMemcg, OOMMemcg: oom, TaskMemcg: task}
+	}
+	// Off-heap memory filled the container: native, if the container's limit was hit.
+	offHeapFull := Victim{HeapUsed: 10 * mib, HeapCommitted: 40 * mib, HeapMax: 64 * mib, CgroupUsage: 240 * mib, CgroupLimit: 256 * mib}
 	for _, tc := range []struct {
 		name   string
 		kill   Kill
@@ -26,30 +32,15 @@ func TestJudge(t *testing.T) {
 		},
 		{name: "cpuset OOM is node", kill: Kill{Constraint: ConstraintCpuset}, want: CauseNode},
 		{
-			name: "memcg OOM of the group above the container is node",
-			kill: Kill{Constraint: ConstraintMemcg, OOMMemcg: "/kubepods.slice", TaskMemcg: "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1.slice/cri-containerd-a.scope"}, found: true,
+			name: "memcg OOM of the group above the container is node", found: true,
+			kill:   memcgAt("/kubepods.slice", "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1.slice/cri-containerd-a.scope"),
 			sample: Victim{HeapUsed: 990 * mib, HeapCommitted: 1000 * mib, HeapMax: 1000 * mib, CgroupUsage: 1100 * mib, CgroupLimit: 2000 * mib},
 			want:   CauseNode,
 		},
-		{
-			name: "memcg OOM of the root group is node",
-			kill: Kill{Constraint: ConstraintMemcg, OOMMemcg: "/", TaskMemcg: "/yarn/container_1"}, found: true,
-			sample: Victim{HeapUsed: 10 * mib, HeapCommitted: 40 * mib, HeapMax: 64 * mib, CgroupUsage: 240 * mib, CgroupLimit: 256 * mib},
-			want:   CauseNode,
-		},
-		{
-			// A sibling whose name the victim's extends is not above it.
-			name: "memcg OOM of a sibling named like a prefix is not above the container",
-			kill: Kill{Constraint: ConstraintMemcg, OOMMemcg: "/yarn/container_1", TaskMemcg: "/yarn/container_12"}, found: true,
-			sample: Victim{HeapUsed: 10 * mib, HeapCommitted: 40 * mib, HeapMax: 64 * mib, CgroupUsage: 240 * mib, CgroupLimit: 256 * mib},
-			want:   CauseNative,
-		},
-		{
-			name: "memcg OOM of the container itself",
-			kill: Kill{Constraint: ConstraintMemcg, OOMMemcg: "/yarn/container_1", TaskMemcg: "/yarn/container_1"}, found: true,
-			sample: Victim{HeapUsed: 10 * mib, HeapCommitted: 40 * mib, HeapMax: 64 * mib, CgroupUsage: 240 * mib, CgroupLimit: 256 * mib},
-			want:   CauseNative,
-		},
+		{name: "memcg OOM of the root group is node", kill: memcgAt("/", "/yarn/container_1"), found: true, sample: offHeapFull, want: CauseNode},
+		// A sibling whose name the victim's extends is not above it.
+		{name: "memcg OOM of a sibling named like a prefix is not above the container", kill: memcgAt("/yarn/container_1", "/yarn/container_12"), found: true, sample: offHeapFull, want: CauseNative},
+		{name: "memcg OOM of the container itself", kill: memcgAt("/yarn/container_1", "/yarn/container_1"), found: true, sample: offHeapFull, want: CauseNative},
 		{name: "mempolicy OOM is node", kill: Kill{Constraint: ConstraintMemoryPolicy}, want: CauseNode},
 		{name: "untracked victim", kill: memcg, want: CauseUnknown},
 		{name: "sample without figures", kill: memcg, found: true, sample: Victim{HeapMax: 64 * mib}, want: CauseUnknown},
