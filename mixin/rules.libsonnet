@@ -1,8 +1,7 @@
-// Recording rules, for dashboards and ad-hoc queries. Naming follows
+// Recording rules that the dashboards read. Naming follows
 // level:metric:operations, where the level says which labels a series
 // keeps:
 //   executor            one JVM: the identity labels pid, role, app_id, executor_id
-//   executor_instance   the same, plus the instance labels of executor_instance_info
 //   executor_node       one machine (instance)
 //   app                 one Spark application (app_id)
 //   instance_type       provider, instance_type, lifecycle
