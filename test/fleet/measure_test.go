@@ -81,13 +81,7 @@ func TestFleetMeasure(t *testing.T) {
 			time.Since(began).Round(time.Second))
 	}
 	// The figures are read over the live window after the backfill, which
-	// competes for the same CPUs, and after the compaction of the pushed
-	// history (a server in its steady state compacts its head for a minute
-	// every two hours): at most FLEET_SETTLE (20 min) is waited for it.
-	began = time.Now()
-	settled := waitCompactionsDone(t, p, envDuration(t, "FLEET_SETTLE", 20*time.Minute))
-	fmt.Fprintf(&report, "Compaction of the history: %s after %v.\n", map[bool]string{true: "done", false: "still running"}[settled],
-		time.Since(began).Round(time.Second))
+	// competes for the same CPUs.
 	measureFrom := time.Now()
 	time.Sleep(live)
 	window := fmt.Sprintf("%ds", int(time.Since(measureFrom).Seconds()))
@@ -274,21 +268,4 @@ func slowestRules(t *testing.T, p *prom, n int, report *bytes.Buffer) {
 		fmt.Fprintf(report, "| %s | %s | %s | %.3fs |\n", r.name, r.group, r.kind, r.took)
 	}
 	report.WriteString("\n")
-}
-
-// waitCompactionsDone waits until the head holds no more than it keeps
-// between compactions (1.5 block ranges: 3 h) and no compaction has ended
-// in the last two minutes, for at most max; it reports whether that came.
-func waitCompactionsDone(t *testing.T, p *prom, max time.Duration) bool {
-	t.Helper()
-	const settled = `(max(prometheus_tsdb_head_max_time{job="prometheus"}) - max(prometheus_tsdb_head_min_time{job="prometheus"}) <= bool 3 * 3600 * 1000)
-  * (sum(increase(prometheus_tsdb_compactions_total{job="prometheus"}[2m])) + sum(increase(prometheus_tsdb_vertical_compactions_total{job="prometheus"}[2m])) == bool 0)`
-	deadline := time.Now().Add(max)
-	for time.Now().Before(deadline) {
-		if a, err := p.query(settled, time.Time{}); err == nil && len(a.Samples) == 1 && a.Samples[0].float() == 1 {
-			return true
-		}
-		time.Sleep(15 * time.Second)
-	}
-	return false
 }
