@@ -238,7 +238,7 @@ func TestDashboardQueriesReturnData(t *testing.T) {
 	// Recording rules over rates need two scrapes and an evaluation; the
 	// instance join needs the metadata refreshed. Wait for the last of them.
 	testenv.WaitFor(t, 2*time.Minute, "recorded series of the test executor", func() bool {
-		res, err := st.Prom.tryQuery(`executor_instance:jvm_gc_time:ratio{app_id="app-alert-test"}`)
+		res, err := st.Prom.tryQuery(`count(executor:jvm_gc_time:ratio{app_id="app-alert-test"}) and on() count(executor_node:memory_available:bytes{instance_type!=""})`)
 		return err == nil && len(res) > 0
 	})
 

@@ -146,7 +146,6 @@ func TestExitsEndToEnd(t *testing.T) {
 		// What the dashboards and recording rules show of these ends.
 		for _, q := range []struct{ expr, what string }{
 			{`instance_type:executor_jvm_exits:increase1h{reason="heap_exhausted"} > 0`, "the fleet's exits per instance type"},
-			{`app:executor_jvm_exits:increase1h{app_id="app-exits-e2e", reason="killed"} > 0`, "the application's exits"},
 			{`max by(app_id, executor_id, pid, reason) (max_over_time(executor_jvm_exits_total{app_id="app-exits-e2e"}[5m])) > 0`, "the executor dashboard's How it ended"},
 		} {
 			testenv.WaitFor(t, time.Minute, name+": "+q.what, func() bool {
