@@ -183,8 +183,9 @@ const Lookback = time.Minute
 //  2. heap_exhausted: not SIGKILLed (the file was deleted, or cannot
 //     tell), and the heap or its old generation was full (HeapFullShare
 //     of its max) at the end, or at the last read within FullGCRecent of
-//     it with FullGCsBeforeOOME full collections since, while the JVM collected hard (a full collection within
-//     FullGCRecent of the end, or GCBusyShare of the final window).
+//     it with FullGCsBeforeOOME full collections since, while the JVM
+//     collected hard (a full collection within FullGCRecent of the end, or
+//     GCBusyShare of the final window).
 //  3. interrupted: an interruption notice was pending.
 //  4. killed: the file was left behind.
 //  5. exited: the file was deleted.

@@ -106,13 +106,22 @@ func (s Victim) usage() (uint64, string) {
 	return s.RSSJVM + s.RSSPython + s.RSSOther, "resident memory of the process tree"
 }
 
-func judgeCause(k Kill, s Victim, found bool) Verdict {
-	switch k.Constraint {
-	case ConstraintNone, ConstraintCpuset, ConstraintMemoryPolicy:
-		return Verdict{Cause: CauseNode, Reason: "the machine ran out of memory (" + k.Constraint + "), not a container limit"}
+// nodeVerdict is the verdict of a kill that no container's own limit
+// caused, whoever the victim: a global OOM, or a memcg OOM of a group
+// above the victim's (aboveContainer). ok is false for any other kill.
+func nodeVerdict(k Kill) (v Verdict, ok bool) {
+	switch {
+	case k.Constraint == ConstraintNone || k.Constraint == ConstraintCpuset || k.Constraint == ConstraintMemoryPolicy:
+		return Verdict{Cause: CauseNode, Reason: "the machine ran out of memory (" + k.Constraint + "), not a container limit"}, true
+	case aboveContainer(k):
+		return Verdict{Cause: CauseNode, Reason: fmt.Sprintf("the memory cgroup %s, which holds the victim's %s and others, ran out: the node's share for containers, not the container's own limit", k.OOMMemcg, k.TaskMemcg)}, true
 	}
-	if aboveContainer(k) {
-		return Verdict{Cause: CauseNode, Reason: fmt.Sprintf("the memory cgroup %s, which holds the victim's %s and others, ran out: the node's share for containers, not the container's own limit", k.OOMMemcg, k.TaskMemcg)}
+	return Verdict{}, false
+}
+
+func judgeCause(k Kill, s Victim, found bool) Verdict {
+	if v, ok := nodeVerdict(k); ok {
+		return v
 	}
 	if !found {
 		return Verdict{Cause: CauseUnknown, Reason: "the victim was not a tracked JVM"}
@@ -167,17 +176,10 @@ func aboveContainer(k Kill) bool {
 // judgeChild says why a process in an executor's cgroup, not the JVM, was
 // killed. The kernel chose it for its memory (its oom_score): memory
 // beside the heap filled the container (native), and a Python child is a
-// PySpark worker, whose budget is spark.executor.pyspark.memory. A global
-// OOM is the node's, whoever it chose.
+// PySpark worker, whose budget is spark.executor.pyspark.memory. A kill
+// no container's limit caused is the node's, whoever it chose.
 func judgeChild(k Kill, s Victim) Verdict {
-	if aboveContainer(k) {
-		v := judgeCause(k, s, true)
-		v.Reason = fmt.Sprintf("the executor's child %s (pid %d) was killed: %s", k.Task, k.PID, v.Reason)
-		return v
-	}
-	switch k.Constraint {
-	case ConstraintNone, ConstraintCpuset, ConstraintMemoryPolicy:
-		v := judgeCause(k, s, true)
+	if v, ok := nodeVerdict(k); ok {
 		v.Reason = fmt.Sprintf("the executor's child %s (pid %d) was killed: %s", k.Task, k.PID, v.Reason)
 		return v
 	}
