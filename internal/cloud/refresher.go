@@ -73,11 +73,14 @@ type Refresher struct {
 	lastIMDS  *Instance  // last good answers, kept across failed refreshes
 	lastNode  *kubeNode
 
-	mu          sync.RWMutex
-	snap        Snapshot
-	client      metadataClient
-	notices     map[string]Notice
-	pollFailing bool
+	mu     sync.RWMutex
+	snap   Snapshot
+	client metadataClient
+	// clientChanged wakes the poll loop when a refresh changes the
+	// provider asked: with none, the loop waits on it instead of a ticker.
+	clientChanged chan struct{}
+	notices       map[string]Notice
+	pollFailing   bool
 
 	startOnce, stopOnce sync.Once
 	cancel              context.CancelFunc
@@ -115,8 +118,9 @@ func NewRefresher(cfg Config, logger log.Logger) (*Refresher, error) {
 			ProviderGCP:   newGCPClient(cfg.GCPMetadataURL, httpClient),
 			ProviderAzure: newAzureClient(cfg.AzureMetadataURL, httpClient),
 		},
-		notices:  map[string]Notice{},
-		nodeName: cfg.Kubernetes.NodeName,
+		notices:       map[string]Notice{},
+		nodeName:      cfg.Kubernetes.NodeName,
+		clientChanged: make(chan struct{}, 1),
 	}
 	if cfg.Kubernetes.NodeName != "" {
 		kube, err := newKubeClient(cfg.Kubernetes, cfg.Timeout)
@@ -224,16 +228,46 @@ func (r *Refresher) pollLoop(ctx context.Context, firstRefresh <-chan struct{}) 
 		return
 	case <-firstRefresh:
 	}
-	ticker := time.NewTicker(r.cfg.PollInterval)
-	defer ticker.Stop()
+	// Without a metadata service to ask (--cloud.provider=none, or none
+	// detected) there is nothing to poll: the loop sleeps until a refresh
+	// finds one, rather than waking the process every PollInterval on
+	// every node of an on-premises fleet.
+	var ticker *time.Ticker
+	defer func() {
+		if ticker != nil {
+			ticker.Stop()
+		}
+	}()
 	for {
+		if !r.hasClient() {
+			if ticker != nil {
+				ticker.Stop()
+				ticker = nil
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-r.clientChanged:
+			}
+			continue
+		}
+		if ticker == nil {
+			ticker = time.NewTicker(r.cfg.PollInterval)
+		}
 		r.Poll(ctx)
 		select {
 		case <-ctx.Done():
 			return
 		case <-ticker.C:
+		case <-r.clientChanged:
 		}
 	}
+}
+
+func (r *Refresher) hasClient() bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.client != nil
 }
 
 // Refresh detects the provider and asks its metadata service and the
@@ -313,6 +347,10 @@ func (r *Refresher) Refresh(ctx context.Context) error {
 	if r.client != client {
 		// A new provider (or none): the old one's notices mean nothing.
 		r.notices = map[string]Notice{}
+		select {
+		case r.clientChanged <- struct{}{}:
+		default:
+		}
 	}
 	r.client = client
 	r.snap.Refreshed = true

@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -297,4 +299,37 @@ func TestCloudNodeNameOutsideKubernetes(t *testing.T) {
 	if got := r.Snapshot().Instance; got.Node != "jenkins-agent-3" || got.Source != SourceNone {
 		t.Fatalf("got %+v", got)
 	}
+}
+
+func TestCloudPollsOnlyWithAProvider(t *testing.T) {
+	// No provider at first: nothing is polled, and the poll loop sleeps.
+	// When a refresh finds one, the loop wakes and polls it.
+	aws := cloudtest.NewAWS(t, cloudtest.AWSOptions{})
+	aws.Set(cloudtest.AWSInstanceActionPath, `{"action": "terminate", "time": "2017-09-18T08:22:00Z"}`)
+	sysfs := cloudtest.SysfsWithDMI(t, notCloudDMI)
+	cfg := testConfig(sysfs, aws.URL)
+	cfg.RefreshInterval, cfg.PollInterval = 50*time.Millisecond, 10*time.Millisecond
+	r := newTestRefresher(t, cfg)
+	r.Start()
+	testenv.WaitFor(t, 20*time.Second, "the first refresh", func() bool { return r.Snapshot().Refreshed })
+	time.Sleep(100 * time.Millisecond)
+	if n := aws.Requests(); n != 0 {
+		t.Fatalf("%d metadata requests with no provider, want 0", n)
+	}
+	dmi := filepath.Join(sysfs, "class", "dmi", "id")
+	for name, content := range awsNitroDMI {
+		path := filepath.Join(dmi, name)
+		_ = os.Remove(path)
+		if err := os.WriteFile(path, []byte(content+"\n"), 0o444); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.WaitFor(t, 20*time.Second, "the spot notice, polled once AWS is found", func() bool {
+		for _, n := range r.Snapshot().Notices {
+			if n.Event == EventSpotInterruption && n.Pending {
+				return true
+			}
+		}
+		return false
+	})
 }
