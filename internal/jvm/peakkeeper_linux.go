@@ -9,11 +9,16 @@ import (
 	"github.com/executor-exporter/executor_exporter/internal/procmem"
 )
 
-// residentPeakEvery is how often a JVM's VmHWM is read from
-// /proc/<pid>/status, whose kernel side costs tens of microseconds. The
-// kernel keeps the peak, so reading it late loses nothing while the JVM
-// lives; a resident size above the last VmHWM read raises it at once.
-const residentPeakEvery = 30 * time.Second
+// residentPeakBackstop is the longest a JVM's VmHWM goes unread. Between,
+// update reads it only when it can have moved (statusDue), as
+// /proc/<pid>/status is expensive on the kernel's side. Those signals miss
+// some spikes: a container's peak is not always known, and does not rise
+// with a spike of this JVM when it was set higher before (by the other
+// processes in it, or its page cache); the resident size is only sampled.
+// Such a spike is still seen within this time while the JVM lives: the
+// kernel keeps VmHWM, so reading it late loses nothing until the process
+// ends.
+const residentPeakBackstop = 5 * time.Minute
 
 // peakKeeper carries each JVM's peaks from read to read.
 type peakKeeper struct {
@@ -24,7 +29,11 @@ type peakKeeper struct {
 type peakMark struct {
 	start    time.Time // the process's start: a reused pid starts afresh
 	peaks    Peaks
-	statusAt time.Time // when VmHWM was last read
+	statusAt time.Time // when VmHWM was last read; zero before the first read
+	// The container's peak as the reading that last read VmHWM saw it,
+	// and whether it saw one.
+	container    uint64
+	hasContainer bool
 }
 
 func newPeakKeeper(procPath string) *peakKeeper {
@@ -40,14 +49,39 @@ func (k *peakKeeper) update(j *JVM, start time.Time, now time.Time) {
 		m = &peakMark{start: start}
 		k.byPID[j.PID] = m
 	}
-	m.peaks.merge(readPeaks(j))
-	if now.Sub(m.statusAt) >= residentPeakEvery {
+	read := readPeaks(j)
+	hasContainer := j.HasCgroup && j.Cgroup.HasPeak
+	if m.statusDue(read.Resident, read.Container, hasContainer, now) {
 		if hwm, ok := k.residentPeak(j.PID); ok {
-			m.peaks.Resident = max(m.peaks.Resident, hwm)
-			m.statusAt = now
+			read.Resident = max(read.Resident, hwm)
+			m.statusAt, m.container, m.hasContainer = now, read.Container, hasContainer
 		}
 	}
+	m.peaks.merge(read)
 	j.Peaks = m.peaks
+}
+
+// statusDue says whether VmHWM can have moved since it was last read, given
+// this reading's resident size and container peak. The container's peak
+// is read before VmHWM, so a rise between the two shows at the next
+// reading: a needless read, never a missed one.
+func (m *peakMark) statusDue(resident, container uint64, hasContainer bool, now time.Time) bool {
+	switch {
+	case m.statusAt.IsZero():
+		// The first reading of the process: the peak of its life so far.
+		return true
+	case resident > m.peaks.Resident:
+		// VmHWM is at least this, and may be more: whatever it rose
+		// through between readings.
+		return true
+	case hasContainer && (!m.hasContainer || container != m.container):
+		// The container's peak moved: something in it spiked since, this
+		// JVM maybe. It only rises, but for a reset (a write to it) or
+		// a move to another cgroup; a read then takes the new figure as
+		// the one to compare with.
+		return true
+	}
+	return now.Sub(m.statusAt) >= residentPeakBackstop
 }
 
 // residentPeak reads the process's VmHWM; a process gone or a kernel
