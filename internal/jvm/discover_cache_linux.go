@@ -28,10 +28,16 @@ type discovery struct {
 	pids     map[int]*discovered
 	listings map[*rootKey]*listing // by root, kept while the root is
 	gen      uint64
+	// last is the last scan's candidates, found again only when the
+	// process table changed: a JVM's hsperfdata file appears while its
+	// process is young, which the table reports.
+	last      []Candidate
+	lastValid bool
 	// inspected counts processes whose root was looked at, relisted the
-	// roots listed in full; for tests.
-	inspected, relisted int
-	ids                 identityCache
+	// roots listed in full, reused the scans that found nothing could have
+	// changed; for tests.
+	inspected, relisted, reused int
+	ids                         identityCache
 }
 
 // discovered is what discovery knows of one pid.
@@ -49,6 +55,10 @@ func newDiscovery(procPath string) *discovery {
 // find returns the candidates among the processes of table, as
 // FindCandidates does; kernel threads are left out.
 func (d *discovery) find(table *procmem.ProcessTable) ([]Candidate, error) {
+	if d.lastValid && !table.Changed() {
+		d.reused++
+		return slices.Clone(d.last), nil
+	}
 	d.gen++
 	if !d.nsKnown {
 		d.procfsNS, d.nsKnown = procfsPIDNamespace(d.procPath), true
@@ -102,7 +112,9 @@ func (d *discovery) find(table *procmem.ProcessTable) ([]Candidate, error) {
 			delete(d.listings, key)
 		}
 	}
-	return candidatesIn(sets, d.list, d.nspid), nil
+	d.last = candidatesIn(sets, d.list, d.nspid)
+	d.lastValid = true
+	return slices.Clone(d.last), nil
 }
 
 // identity is who the process p is: its owner, command line and

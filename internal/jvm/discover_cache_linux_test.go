@@ -75,6 +75,40 @@ func TestDiscoveryCachesRoots(t *testing.T) {
 	if got := scan(); !has(got, second.PID) || !has(got, first.PID) {
 		t.Errorf("after a new JVM: %+v, want %d and %d", got, first.PID, second.PID)
 	}
+
+	// A scan whose process table did not change finds what the last one
+	// found without looking at a root or a directory. Other work on the
+	// machine may start a process between two scans: the first scan that
+	// saw none is the one checked.
+	last := scan()
+	for try := 0; ; try++ {
+		inspected, relisted, reused := d.inspected, d.relisted, d.reused
+		clock = clock.Add(time.Minute)
+		table, err := w.Scan(clock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := d.find(table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if table.Changed() {
+			last = got
+			if try == 50 {
+				t.Fatal("every one of 50 scans saw the process table change")
+			}
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		if d.reused != reused+1 || d.inspected != inspected || d.relisted != relisted {
+			t.Errorf("unchanged table: reused %d→%d, inspected %d→%d, relisted %d→%d; want reused +1, nothing looked at",
+				reused, d.reused, inspected, d.inspected, relisted, d.relisted)
+		}
+		if !slices.Equal(got, last) || !has(got, first.PID) || !has(got, second.PID) {
+			t.Errorf("unchanged table: %+v, want the last scan's %+v", got, last)
+		}
+		break
+	}
 }
 
 // A root's hsperfdata directories are listed again when their

@@ -55,6 +55,7 @@ type ProcessTable struct {
 	recheck map[int]bool  // read in this scan because new, young or due
 	gone    map[int]bool  // listed, but its stat could not be read
 	listing bool          // in the watch's Scan: reads are not a caller's
+	changed bool          // a watch's: see Changed
 }
 
 // bootTimes caches the boot time per procfs mount (procfs.FS is comparable).
@@ -123,6 +124,14 @@ func (t *ProcessTable) Seen(pid int) (Process, bool) {
 	}
 	return Process{}, false
 }
+
+// Changed reports whether the table can differ from the last scan's in
+// anything a caller caches about its processes: a pid was listed for the
+// first time, left the listing, or was read again as young or due
+// (Recheck). A table made without a watch has always changed. Processes
+// that exited stay listed until the watch's next full listing, as in
+// PIDs.
+func (t *ProcessTable) Changed() bool { return t.w == nil || t.changed }
 
 // Recheck reports whether pid was read in this scan because it is new,
 // young or due for the periodic refresh: what a caller caches about a pid

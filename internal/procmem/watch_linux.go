@@ -177,6 +177,7 @@ func (w *ProcessWatch) Scan(now time.Time) (*ProcessTable, error) {
 			}
 			e = &watched{ino: ino}
 			w.known[pid] = e
+			t.changed = true
 		}
 		e.gen = w.gen
 		if !partial {
@@ -212,6 +213,7 @@ func (w *ProcessWatch) Scan(now time.Time) (*ProcessTable, error) {
 			if e.gen != w.gen {
 				w.releaseStat(pid, e)
 				delete(w.known, pid)
+				t.changed = true
 			}
 		}
 	}
@@ -222,6 +224,7 @@ func (w *ProcessWatch) Scan(now time.Time) (*ProcessTable, error) {
 	if lastOK {
 		w.listedTo = last
 	}
+	t.changed = t.changed || len(t.recheck) > 0
 	// /proc lists pids in ascending order; the sort is for other procfs
 	// implementations and costs nothing on a sorted slice.
 	slices.Sort(w.pids)

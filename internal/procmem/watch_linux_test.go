@@ -52,14 +52,22 @@ func TestWatchReadsWhatChanged(t *testing.T) {
 		}
 	}
 
+	changed := func(table *ProcessTable, want bool, what string) {
+		t.Helper()
+		if table.Changed() != want {
+			t.Errorf("%s: Changed() = %v, want %v", what, table.Changed(), want)
+		}
+	}
 	table := scan(now)
 	reads(6, "first scan reads every process")
+	changed(table, true, "first scan")
 	if got := table.PIDs(); !slices.Equal(got, []int{1, 10, 11, 12, 20, 21}) {
 		t.Fatalf("PIDs() = %v", got)
 	}
 
 	table = scan(now.Add(5 * time.Second))
 	reads(6, "second scan reads nothing")
+	changed(table, false, "second scan, nothing new")
 	if p, ok := table.Seen(20); !ok || p.Comm != "sleep" || table.Recheck(20) {
 		t.Errorf("Seen(20) = %+v, %v, recheck %v: want the last read, no recheck", p, ok, table.Recheck(20))
 	}
@@ -89,6 +97,7 @@ func TestWatchReadsWhatChanged(t *testing.T) {
 	mustWrite(t, dir+"/12/stat", fakeStat(12, "python3", 1, 100, 10)) // re-parented to init
 	table = scan(now.Add(10 * time.Second))
 	reads(11, "the new process and the reused pid are read")
+	changed(table, true, "a new process, a reused pid, one gone")
 	if !table.Recheck(13) || !table.Recheck(21) || table.Recheck(1) {
 		t.Errorf("recheck 13 %v, 21 %v, 1 %v: want true, true, false", table.Recheck(13), table.Recheck(21), table.Recheck(1))
 	}
@@ -110,18 +119,24 @@ func TestWatchReadsWhatChanged(t *testing.T) {
 	mustWrite(t, dir+"/30/stat", fakeStat(30, "java", 1, uint64(young.Sub(boot)/(time.Second/userHZ)), 1))
 	before := w.Reads
 	table = scan(now.Add(20 * time.Second))
+	changed(table, true, "a young process, read again")
 	if p, _ := table.Seen(30); p.Comm != "java" || w.Reads != before+1 {
 		t.Errorf("young process after exec: %+v after %d reads; want java after 1", p, w.Reads-before)
 	}
 	before = w.Reads
-	scan(now.Add(time.Minute))
+	changed(scan(now.Add(time.Minute)), false, "nothing young any more")
 	if w.Reads != before {
 		t.Errorf("%d reads once nothing is young", w.Reads-before)
 	}
+	if err := os.RemoveAll(dir + "/13"); err != nil {
+		t.Fatal(err)
+	}
+	changed(scan(now.Add(time.Minute+time.Second)), true, "a process gone")
+	changed(scan(now.Add(time.Minute+2*time.Second)), false, "after the process gone")
 	before = w.Reads
 	scan(now.Add(RefreshEvery + time.Minute))
-	if got := w.Reads - before; got != 7 {
-		t.Errorf("refresh: %d reads, want every process (7)", got)
+	if got := w.Reads - before; got != 6 {
+		t.Errorf("refresh: %d reads, want every process (6)", got)
 	}
 }
 
