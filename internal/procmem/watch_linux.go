@@ -121,7 +121,7 @@ func NewProcessWatch(procPath string) (*ProcessWatch, error) {
 // this process's.
 func (w *ProcessWatch) seekWorks() bool {
 	self, first := os.Getpid(), 0
-	err := w.listFrom(self, func(pid int, _ uint64) {
+	err := w.listFrom(self, 0, func(pid int, _ uint64) {
 		if first == 0 {
 			first = pid
 		}
@@ -150,9 +150,10 @@ func isProcfs(dir *os.File) bool {
 //
 // Listing /proc costs about a microsecond per process in the kernel. When
 // procPath is this process's own procfs, pids are allocated upwards, and
-// /proc/loadavg names the last one, so a scan lists only the pids above
-// the last one seen (an lseek to that pid, then getdents) and keeps the
-// rest: a process that exited stays known until the full listing every
+// /proc/loadavg names the last one, so a scan lists only the pids made
+// since the last one seen (an lseek to that pid, then getdents up to the
+// last pid made: after the pids wrapped around, the processes above it are
+// old) and keeps the rest: a process that exited stays known until the full listing every
 // listEvery scans (or sooner, when the pids wrapped around), and costs
 // nothing but a failed read when it is asked for.
 func (w *ProcessWatch) Scan(now time.Time) (*ProcessTable, error) {
@@ -193,7 +194,7 @@ func (w *ProcessWatch) Scan(now time.Time) (*ProcessTable, error) {
 	var err error
 	if partial {
 		w.sinceFull++
-		err = w.listFrom(w.listedTo+1, seen)
+		err = w.listFrom(w.listedTo+1, last, seen)
 		for pid := range w.young {
 			if t.recheck[pid] {
 				continue
@@ -208,7 +209,7 @@ func (w *ProcessWatch) Scan(now time.Time) (*ProcessTable, error) {
 		w.sinceFull = 0
 		w.pids = w.pids[:0]
 		clear(w.young)
-		err = w.listFrom(0, seen)
+		err = w.listFrom(0, 0, seen)
 		for pid, e := range w.known {
 			if e.gen != w.gen {
 				w.releaseStat(pid, e)
@@ -257,8 +258,10 @@ func (w *ProcessWatch) lastPID() (int, bool) {
 // listFrom calls f for every pid directory under procPath with its inode
 // number, which getdents(2) gives without a stat per directory: every one
 // when from is 0, else (procfs only) those from pid from on — procfs's
-// directory offset of pid n is procTGIDOffset+n.
-func (w *ProcessWatch) listFrom(from int, f func(pid int, ino uint64)) error {
+// directory offset of pid n is procTGIDOffset+n — and, when to is not 0,
+// up to pid to: the pids made since the last scan, if they did not wrap
+// around.
+func (w *ProcessWatch) listFrom(from, to int, f func(pid int, ino uint64)) error {
 	fd, err := unix.Openat(int(w.dir.Fd()), ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("listing processes: %w", err)
@@ -275,8 +278,23 @@ func (w *ProcessWatch) listFrom(from int, f func(pid int, ino uint64)) error {
 			}
 		}
 	}
-	for {
-		n, err := unix.Getdents(fd, w.dentBuf)
+	buf := w.dentBuf
+	past := false
+	if to > 0 {
+		// The kernel fills the whole buffer with what follows: after the
+		// pids wrapped around, every process started before the wrap.
+		buf = buf[:min(len(buf), boundedDentBuf)]
+		inner := f
+		f = func(pid int, ino uint64) {
+			if pid > to {
+				past = true
+				return
+			}
+			inner(pid, ino)
+		}
+	}
+	for !past {
+		n, err := unix.Getdents(fd, buf)
 		if err == unix.EINTR {
 			continue
 		}
@@ -286,13 +304,18 @@ func (w *ProcessWatch) listFrom(from int, f func(pid int, ino uint64)) error {
 		if n <= 0 {
 			return nil
 		}
-		forEachDirent(w.dentBuf[:n], func(name []byte, ino uint64) {
+		forEachDirent(buf[:n], func(name []byte, ino uint64) {
 			if pid, ok := parsePID(name); ok {
 				f(pid, ino)
 			}
 		})
 	}
+	return nil
 }
+
+// boundedDentBuf is the getdents buffer of a listing up to a pid: room for
+// about 30 processes a call, as many as usually start between two scans.
+const boundedDentBuf = 1 << 10
 
 // forEachDirent walks the linux_dirent64 records of a getdents(2) buffer:
 // d_ino (8 bytes), d_off (8), d_reclen (2), d_type (1), then the name,

@@ -282,3 +282,51 @@ func TestWatchListsNewPidsLive(t *testing.T) {
 		t.Errorf("exited child %d still known after the full listing", pid)
 	}
 }
+
+// A listing up to a pid lists exactly the pids of the full listing in its
+// range, however many calls it takes with its small buffer.
+func TestWatchListsUpToAPidLive(t *testing.T) {
+	w, err := NewProcessWatch("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !w.seekable {
+		t.Fatal("/proc is this process's procfs, but the watch cannot list from a pid")
+	}
+	// Enough processes that the range needs several calls.
+	for range 80 {
+		c := exec.Command("sleep", "60")
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
+	}
+	var all []int
+	if err := w.listFrom(0, 0, func(pid int, _ uint64) { all = append(all, pid) }); err != nil {
+		t.Fatal(err)
+	}
+	if len(all) < 100 {
+		t.Fatalf("%d processes listed, want at least the 80 started here", len(all))
+	}
+	from, to := all[len(all)/4], all[3*len(all)/4]
+	var want, got []int
+	for _, pid := range all {
+		if pid >= from && pid <= to {
+			want = append(want, pid)
+		}
+	}
+	if err := w.listFrom(from, to, func(pid int, _ uint64) { got = append(got, pid) }); err != nil {
+		t.Fatal(err)
+	}
+	// A process may end between the two listings.
+	missing := 0
+	for _, pid := range want {
+		if !slices.Contains(got, pid) {
+			missing++
+		}
+	}
+	if missing > 2 || len(got) == 0 || got[0] < from || got[len(got)-1] > to {
+		t.Errorf("listed %d pids from %d to %d (%v … %v), the full listing has %d there; %d missing",
+			len(got), from, to, got[0], got[len(got)-1], len(want), missing)
+	}
+}
