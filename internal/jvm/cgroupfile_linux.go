@@ -82,7 +82,7 @@ func (r *reader) cgroupMemory(p procmem.Process, seen map[string]procmem.CgroupM
 // forgetCgroupFiles drops the entries of processes that are gone or whose
 // pid another process now has, and closes the cgroup directories of no
 // JVM in view.
-func (r *reader) forgetCgroupFiles(table *procmem.ProcessTable, kept map[int]JVM) {
+func (r *reader) forgetCgroupFiles(table *procmem.ProcessTable, kept map[int]*JVM) {
 	for pid, e := range r.cgFiles.byPID {
 		if p, ok := table.Seen(pid); !ok || !p.StartTime.Equal(e.start) {
 			delete(r.cgFiles.byPID, pid)

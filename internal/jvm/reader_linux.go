@@ -141,7 +141,7 @@ func (r *reader) cgroup(j *JVM, p procmem.Process, cgroups map[string]procmem.Cg
 // forget drops what is kept of the processes the table no longer knows,
 // and closes the cgroup directories of no JVM in view (kept: the JVMs not
 // read in this scan).
-func (r *reader) forget(table *procmem.ProcessTable, kept map[int]JVM) {
+func (r *reader) forget(table *procmem.ProcessTable, kept map[int]*JVM) {
 	for pid := range r.ticks {
 		if _, ok := table.Seen(pid); !ok {
 			delete(r.ticks, pid)

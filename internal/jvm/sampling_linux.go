@@ -10,25 +10,33 @@ import (
 )
 
 // keptReadings are the JVMs of the last view that are not due: a scan
-// serves their last reading instead of reading them. A JVM whose pid now
-// belongs to another process, or that was never read in the background,
-// is not kept. With all set, nothing is.
-func (t *Tracker) keptReadings(table *procmem.ProcessTable, all bool, now time.Time) map[int]JVM {
+// serves their last reading instead of reading them (keptJVM). A JVM whose
+// pid now belongs to another process, or that was never read in the
+// background, is not kept. With all set, nothing is. The readings are the
+// last view's, shared with its readers: not to be modified.
+func (t *Tracker) keptReadings(table *procmem.ProcessTable, all bool, now time.Time) map[int]*JVM {
 	if all || len(t.view.JVMs) == 0 {
 		return nil
 	}
-	kept := make(map[int]JVM, len(t.view.JVMs))
-	for _, j := range t.view.JVMs {
+	kept := make(map[int]*JVM, len(t.view.JVMs))
+	for i := range t.view.JVMs {
+		j := &t.view.JVMs[i]
 		p, ok := table.Seen(j.PID)
 		if !ok || j.ProcessStart.IsZero() || !p.StartTime.Equal(j.ProcessStart) || t.sched.due(j.PID, j.ProcessStart, now) {
 			continue
 		}
-		if t.native != nil && j.Counters == CountersHsperf {
-			j.Native = t.native.get(j.PID, j.ProcessStart) // its own loop may have read one since
-		}
 		kept[j.PID] = j
 	}
 	return kept
+}
+
+// keptJVM is a kept reading as this scan serves it.
+func (t *Tracker) keptJVM(j *JVM) JVM {
+	out := *j
+	if t.native != nil && out.Counters == CountersHsperf {
+		out.Native = t.native.get(out.PID, out.ProcessStart) // its own loop may have read one since
+	}
+	return out
 }
 
 // planNext sets when each JVM read in this scan is read again, from its

@@ -41,7 +41,9 @@ func (t *Tracker) scan(all bool) (View, error) {
 	})
 	t.mu.RUnlock()
 
-	view := View{Time: now}
+	// One allocation for the view's readings: a JVM's is most of a
+	// kilobyte, and a scan runs every few seconds.
+	view := View{Time: now, JVMs: make([]JVM, 0, max(len(t.view.JVMs), len(candidates))+1)}
 	kept := t.keptReadings(table, all, now)
 	fresh := 0
 	read := map[int]bool{}
@@ -58,7 +60,7 @@ func (t *Tracker) scan(all bool) (View, error) {
 		}
 		if j, ok := kept[c.PID]; ok {
 			read[c.PID], withFile[c.PID] = true, true
-			view.JVMs = append(view.JVMs, j)
+			view.JVMs = append(view.JVMs, t.keptJVM(j))
 			continue
 		}
 		fresh++
@@ -152,7 +154,7 @@ const javaComm = "java"
 // process, its identity. They are added to
 // view within the same cap as the others. Runs under refreshMu.
 // It returns how many it read; those not due keep their reading (kept).
-func (t *Tracker) scanBare(table *procmem.ProcessTable, withFile, read map[int]bool, kept map[int]JVM, cgroups map[string]procmem.CgroupMemory, view *View, now time.Time) int {
+func (t *Tracker) scanBare(table *procmem.ProcessTable, withFile, read map[int]bool, kept map[int]*JVM, cgroups map[string]procmem.CgroupMemory, view *View, now time.Time) int {
 	fresh := 0
 	for _, pid := range table.PIDs() {
 		// Seen costs no read: the command name as last read, which the
@@ -163,7 +165,7 @@ func (t *Tracker) scanBare(table *procmem.ProcessTable, withFile, read map[int]b
 		}
 		if j, ok := kept[pid]; ok {
 			read[pid] = true
-			view.JVMs = append(view.JVMs, j)
+			view.JVMs = append(view.JVMs, t.keptJVM(j))
 			continue
 		}
 		p, ok := table.Process(pid)
