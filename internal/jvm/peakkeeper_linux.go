@@ -70,11 +70,11 @@ func (m *peakMark) statusDue(resident, container uint64, hasContainer bool, now 
 	case m.statusAt.IsZero():
 		// The first reading of the process: the peak of its life so far.
 		return true
-	case resident > m.peaks.Resident:
+	case resident >= m.peaks.Resident+peakMoveBytes:
 		// VmHWM is at least this, and may be more: whatever it rose
 		// through between readings.
 		return true
-	case hasContainer && (!m.hasContainer || container != m.container):
+	case hasContainer && (!m.hasContainer || container >= m.container+peakMoveBytes || container < m.container):
 		// The container's peak moved: something in it spiked since, this
 		// JVM maybe. It only rises, but for a reset (a write to it) or
 		// a move to another cgroup; a read then takes the new figure as
@@ -83,6 +83,13 @@ func (m *peakMark) statusDue(resident, container uint64, hasContainer bool, now 
 	}
 	return now.Sub(m.statusAt) >= residentPeakBackstop
 }
+
+// peakMoveBytes is the least rise that makes VmHWM worth reading before
+// the backstop. An idle JVM's resident memory creeps up a page at a time,
+// and a container's peak with its page cache; a spike that matters to a
+// memory setting is larger. A smaller rise of the JVM's resident memory
+// still raises the peak as sampled.
+const peakMoveBytes = 8 << 20
 
 // residentPeak reads the process's VmHWM; a process gone or a kernel
 // without the field leaves the sampled figure.
