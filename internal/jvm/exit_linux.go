@@ -144,6 +144,18 @@ type ends struct {
 
 func newEnds(procPath string) *ends { return &ends{procPath: procPath, lives: map[int]*life{}} }
 
+// anyEnded: a JVM followed has ended, or one may have and only a scan can
+// tell (no pidfd: a kernel before 5.3).
+func (e *ends) anyEnded() bool {
+	for _, l := range e.lives {
+		if l.pidfd < 0 {
+			return true
+		}
+	}
+	done := ended(e.lives)
+	return done == nil || len(done) > 0
+}
+
 // close releases the files held.
 func (e *ends) close() {
 	for pid, l := range e.lives {

@@ -39,6 +39,29 @@ func (t *Tracker) keptJVM(j *JVM) JVM {
 	return out
 }
 
+// idle says that a background scan would read and find nothing: the
+// process table did not change (no process started, and none of the young
+// ones changed), no JVM of the last view is due, none has ended, and no
+// ended JVM's retention ran out. The scan then keeps the last view as it
+// is, and the series built from it stand.
+func (t *Tracker) idle(table *procmem.ProcessTable, now time.Time) bool {
+	if table.Changed() || t.view.Time.IsZero() {
+		return false
+	}
+	for i := range t.view.JVMs {
+		j := &t.view.JVMs[i]
+		if j.ProcessStart.IsZero() || t.sched.due(j.PID, j.ProcessStart, now) {
+			return false
+		}
+	}
+	for _, e := range t.ended {
+		if now.Sub(e.at) > t.cfg.EndedRetention {
+			return false
+		}
+	}
+	return !t.ends.anyEnded()
+}
+
 // planNext sets when each JVM read in this scan is read again, from its
 // risk, and forgets the JVMs no longer in view.
 func (t *Tracker) planNext(view View, now time.Time) {
@@ -62,7 +85,14 @@ func (t *Tracker) planNext(view View, now time.Time) {
 			dir = ""
 		}
 		d := t.cfg.Sampling.interval(p, j, t.usage.Load().notifies(dir))
-		t.sched.plan(j.PID, j.ProcessStart, now.Add(d), dir, d < t.cfg.Sampling.Discovery)
+		at := now.Add(d)
+		switch {
+		case d >= t.cfg.Sampling.Slowest:
+			at = t.sched.aligned(at, t.cfg.Sampling.Slowest)
+		case d >= t.cfg.Sampling.Discovery:
+			at = t.sched.aligned(at, t.cfg.Sampling.Discovery)
+		}
+		t.sched.plan(j.PID, j.ProcessStart, at, dir, d < t.cfg.Sampling.Discovery)
 	}
 	t.sched.keep(func(pid int) bool { return in[pid] })
 }

@@ -2,6 +2,7 @@ package jvm
 
 import (
 	"errors"
+	"slices"
 	"sort"
 	"time"
 
@@ -12,23 +13,30 @@ import (
 
 // scan lists the processes, finds the JVMs and their ends, and reads the
 // JVMs that are due (all of them when all is set); the others keep their
-// last reading. It runs under refreshMu.
-func (t *Tracker) scan(all bool) (View, error) {
+// last reading. When nothing is due and nothing changed (idle) it returns
+// the last view as it is, and made false. It runs under refreshMu.
+func (t *Tracker) scan(all bool) (view View, made bool, err error) {
 	now := time.Now()
 	if t.procs == nil {
 		w, err := procmem.NewProcessWatch(t.cfg.ProcFS)
 		if err != nil {
-			return View{}, err
+			return View{}, false, err
 		}
 		t.procs = w
 	}
 	table, err := t.procs.Scan(now)
 	if err != nil {
-		return View{}, err
+		return View{}, false, err
+	}
+	if !all && t.idle(table, now) {
+		if f := t.ends.hook.Load(); f != nil {
+			(*f)(now, nil) // the scan's heartbeat
+		}
+		return t.view, false, nil
 	}
 	candidates, err := t.found.find(table)
 	if err != nil {
-		return View{}, err
+		return View{}, false, err
 	}
 
 	// JVMs already tracked keep their place when the cap bites, so series
@@ -43,7 +51,7 @@ func (t *Tracker) scan(all bool) (View, error) {
 
 	// One allocation for the view's readings: a JVM's is most of a
 	// kilobyte, and a scan runs every few seconds.
-	view := View{Time: now, JVMs: make([]JVM, 0, max(len(t.view.JVMs), len(candidates))+1)}
+	view = View{Time: now, JVMs: make([]JVM, 0, max(len(t.view.JVMs), len(candidates))+1)}
 	kept := t.keptReadings(table, all, now)
 	fresh := 0
 	read := map[int]bool{}
@@ -90,6 +98,7 @@ func (t *Tracker) scan(all bool) (View, error) {
 	if f := t.ends.hook.Load(); f != nil {
 		(*f)(now, gone)
 	}
+	view.JVMs = withoutEnded(view.JVMs, gone, now)
 	view.Ended = t.keepEnded(gone, view.JVMs, now)
 
 	t.found.ids.forget(table)
@@ -99,7 +108,24 @@ func (t *Tracker) scan(all bool) (View, error) {
 			delete(t.loggedAt, k)
 		}
 	}
-	return view, nil
+	return view, true, nil
+}
+
+// withoutEnded drops from jvms the kept readings of the JVMs found gone in
+// this scan: a JVM not due keeps its place in the view from its last
+// reading, and a SIGKILL leaves its hsperfdata file, and with it the pid
+// among the candidates, until the process table's next full listing. A
+// JVM read in this scan is alive, though it may have the pid of one that
+// ended.
+func withoutEnded(jvms []JVM, gone []Exit, now time.Time) []JVM {
+	if len(gone) == 0 {
+		return jvms
+	}
+	ended := make(map[int]bool, len(gone))
+	for _, e := range gone {
+		ended[e.Last.PID] = true
+	}
+	return slices.DeleteFunc(jvms, func(j JVM) bool { return ended[j.PID] && !j.Time.Equal(now) })
 }
 
 // readJVM reads one candidate and hands it to ends. A failure returns the

@@ -157,6 +157,8 @@ func oldShare(s *hsperf.Stats) float64 {
 // the tracker's scans own it.
 type schedule struct {
 	next map[int]plannedRead
+	// epoch is where the grids of aligned and nextScan start.
+	epoch time.Time
 }
 
 type plannedRead struct {
@@ -169,7 +171,28 @@ type plannedRead struct {
 	soon bool
 }
 
-func newSchedule() *schedule { return &schedule{next: map[int]plannedRead{}} }
+func newSchedule() *schedule { return &schedule{next: map[int]plannedRead{}, epoch: time.Now()} }
+
+// aligned moves at back to the grid of step: JVMs read as often fall due
+// together, so that one scan reads them all and the scans between them
+// find nothing due and read nothing (Tracker.idle). Never later than at:
+// a JVM is read as often as its risk says, once early at most.
+func (s *schedule) aligned(at time.Time, step time.Duration) time.Time {
+	if step <= 0 || at.Before(s.epoch) {
+		return at
+	}
+	return s.epoch.Add(at.Sub(s.epoch) / step * step)
+}
+
+// nextScan is the first point of the grid of step after now: discovery
+// scans stay on the grid the JVMs are aligned to, whatever woke a scan
+// between.
+func (s *schedule) nextScan(now time.Time, step time.Duration) time.Time {
+	if step <= 0 || now.Before(s.epoch) {
+		return now.Add(step)
+	}
+	return s.aligned(now, step).Add(step)
+}
 
 // due: pid, started at start, has never been read, or its time has come.
 func (s *schedule) due(pid int, start, now time.Time) bool {

@@ -223,3 +223,35 @@ func TestUsageWatchFollowsTheContainers(t *testing.T) {
 		t.Errorf("still watched without a JVM in it: %v", fake.watches)
 	}
 }
+
+// Due times move back onto the grid of their interval, never later, and
+// discovery scans stay on theirs: JVMs read as often are read together.
+func TestScheduleGrid(t *testing.T) {
+	s := newSchedule()
+	e := s.epoch
+	for _, tc := range []struct {
+		at, step, want time.Duration
+	}{
+		{47 * time.Second, 30 * time.Second, 30 * time.Second},
+		{30 * time.Second, 30 * time.Second, 30 * time.Second},
+		{59999 * time.Millisecond, 30 * time.Second, 30 * time.Second},
+		{7 * time.Second, 5 * time.Second, 5 * time.Second},
+		{3 * time.Second, 0, 3 * time.Second},
+	} {
+		if got := s.aligned(e.Add(tc.at), tc.step).Sub(e); got != tc.want {
+			t.Errorf("aligned(epoch+%v, %v) = epoch+%v, want epoch+%v", tc.at, tc.step, got, tc.want)
+		}
+	}
+	if before := e.Add(-time.Second); !s.aligned(before, 30*time.Second).Equal(before) {
+		t.Error("a time before the epoch moved")
+	}
+	for _, tc := range []struct{ now, want time.Duration }{
+		{7 * time.Second, 10 * time.Second},
+		{10 * time.Second, 15 * time.Second},
+		{0, 5 * time.Second},
+	} {
+		if got := s.nextScan(e.Add(tc.now), 5*time.Second).Sub(e); got != tc.want {
+			t.Errorf("nextScan(epoch+%v) = epoch+%v, want epoch+%v", tc.now, got, tc.want)
+		}
+	}
+}

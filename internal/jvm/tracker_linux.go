@@ -242,11 +242,14 @@ func (t *Tracker) sampleInBackground() time.Time {
 	t.refreshMu.Lock()
 	defer t.refreshMu.Unlock()
 	now := time.Now()
-	next := now.Add(t.cfg.Sampling.Discovery)
-	view, err := t.scan(false)
+	next := t.sched.nextScan(now, t.cfg.Sampling.Discovery)
+	view, made, err := t.scan(false)
 	if err != nil {
 		t.logOnce("refresh", now, level.Error, "msg", "background JVM sampling failed", "err", err)
 		return next
+	}
+	if !made {
+		return t.nextDue(next)
 	}
 	t.view, t.lastDone = view, time.Now()
 	t.remember(view)
@@ -255,8 +258,14 @@ func (t *Tracker) sampleInBackground() time.Time {
 	case t.viewMade <- struct{}{}:
 	default: // the native loop has one to look at already
 	}
+	return t.nextDue(next)
+}
+
+// nextDue is next, or sooner when a JVM due before the next discovery
+// scan is.
+func (t *Tracker) nextDue(next time.Time) time.Time {
 	if due, ok := t.sched.earliest(); ok && due.Before(next) {
-		next = due
+		return due
 	}
 	return next
 }
@@ -341,7 +350,7 @@ func (t *Tracker) Refresh() (View, error) {
 	if !t.lastDone.Before(asked) {
 		return t.view, nil
 	}
-	view, err := t.scan(true)
+	view, _, err := t.scan(true)
 	if err != nil {
 		return View{}, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/go-kit/log"
 
 	"github.com/executor-exporter/executor_exporter/internal/hsperf"
+	"github.com/executor-exporter/executor_exporter/internal/procmem"
 	"github.com/executor-exporter/executor_exporter/internal/testenv"
 	"github.com/executor-exporter/executor_exporter/internal/testjvm"
 )
@@ -249,5 +250,72 @@ func TestCurrentServesAViewYoungerThanMaxAge(t *testing.T) {
 		if reused := second.Time.Equal(first.Time); reused != tc.reuse {
 			t.Errorf("MaxAge %v: second view reused = %v, want %v", tc.maxAge, reused, tc.reuse)
 		}
+	}
+}
+
+// A background scan that would read nothing keeps the last view as it is:
+// nothing due, no process new, none ended. A JVM falling due, or ending,
+// makes a new one.
+func TestIdleScanKeepsTheView(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real JVM")
+	}
+	j := testjvm.Start(t, testjvm.Options{JVMArgs: []string{"-Xmx32m"}, Args: []string{"--executor-id", "7", "--app-id", "app-idle", "--exit-after-s", "300"}})
+	hour := time.Hour
+	tr, err := NewTracker(Config{ProcFS: "/proc", SysFS: "/sys", Sampling: SamplingConfig{Slowest: hour, AtRisk: hour, Fastest: hour, Discovery: hour},
+		Retention: time.Minute, EndedRetention: time.Minute, MaxProcesses: 1000}, log.NewNopLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tr.Stop)
+	scan := func() (View, bool) {
+		t.Helper()
+		v, made, err := tr.scan(false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr.view = v // as sampleInBackground keeps it
+		return v, made
+	}
+	first, made := scan()
+	if _, ok := findJVM(first, j.PID); !ok || !made {
+		t.Fatalf("the first scan: JVM %d read %v, a view made %v", j.PID, ok, made)
+	}
+	// Other work on the machine starts processes now and then, and the
+	// JVM is young for procmem.YoungFor: the first scan that finds the
+	// table unchanged is the one checked.
+	reads := tr.Reads()
+	deadline := time.Now().Add(procmem.YoungFor + 30*time.Second)
+	for {
+		v, made := scan()
+		if !made {
+			if !v.Time.Equal(first.Time) || tr.Reads() != reads {
+				t.Errorf("an idle scan: view of %v (first %v), %d reads since; want the first view, none", v.Time, first.Time, tr.Reads()-reads)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no scan found the process table unchanged")
+		}
+		first, reads = v, tr.Reads()
+		time.Sleep(200 * time.Millisecond)
+	}
+	for _, jv := range first.JVMs {
+		tr.sched.plan(jv.PID, jv.ProcessStart, time.Time{}, "", true)
+	}
+	if v, made := scan(); !made || tr.Reads() == reads {
+		t.Errorf("JVMs due: a view made %v, %d reads; want a new view that read them", made, tr.Reads()-reads)
+	} else if jv, ok := findJVM(v, j.PID); !ok || !jv.Time.Equal(v.Time) {
+		t.Errorf("JVM %d due but not read: %v, %v", j.PID, jv.Time, ok)
+	}
+	j.Kill()
+	<-j.Done()
+	v, made := scan()
+	ended := false
+	for _, s := range v.Ended {
+		ended = ended || s.PID == j.PID
+	}
+	if _, live := findJVM(v, j.PID); !made || live || !ended {
+		t.Errorf("the scan after JVM %d was killed: a view made %v, in it %v, among the ended %v; want true, false, true", j.PID, made, live, ended)
 	}
 }
