@@ -25,7 +25,7 @@ func TestDiscoveryCachesRoots(t *testing.T) {
 	// Scans a minute apart in the watch's clock, so that only processes
 	// that are new count as young.
 	clock := time.Now()
-	scan := func() []Candidate {
+	find := func() (*procmem.ProcessTable, []Candidate) {
 		t.Helper()
 		clock = clock.Add(time.Minute)
 		table, err := w.Scan(clock)
@@ -36,6 +36,11 @@ func TestDiscoveryCachesRoots(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		return table, got
+	}
+	scan := func() []Candidate {
+		t.Helper()
+		table, got := find()
 		want, err := FindCandidates("/proc", func(pid int) bool { p, ok := table.Seen(pid); return ok && p.KernelThread })
 		if err != nil {
 			t.Fatal(err)
@@ -83,15 +88,7 @@ func TestDiscoveryCachesRoots(t *testing.T) {
 	last := scan()
 	for try := 0; ; try++ {
 		inspected, relisted, reused := d.inspected, d.relisted, d.reused
-		clock = clock.Add(time.Minute)
-		table, err := w.Scan(clock)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := d.find(table)
-		if err != nil {
-			t.Fatal(err)
-		}
+		table, got := find()
 		if table.Changed() {
 			last = got
 			if try == 50 {
