@@ -91,8 +91,8 @@ func TestDiscoveryCachesRoots(t *testing.T) {
 		table, got := find()
 		if table.Changed() {
 			last = got
-			if try == 50 {
-				t.Fatal("every one of 50 scans saw the process table change")
+			if try == 600 {
+				t.Fatal("every one of 600 scans, 30 s, saw the process table change")
 			}
 			time.Sleep(50 * time.Millisecond)
 			continue

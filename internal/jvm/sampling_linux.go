@@ -40,12 +40,13 @@ func (t *Tracker) keptJVM(j *JVM) JVM {
 }
 
 // idle says that a background scan would read and find nothing: the
-// process table did not change (no process started, and none of the young
-// ones changed), no JVM of the last view is due, none has ended, and no
-// ended JVM's retention ran out. The scan then keeps the last view as it
-// is, and the series built from it stand.
-func (t *Tracker) idle(table *procmem.ProcessTable, now time.Time) bool {
-	if table.Changed() || t.view.Time.IsZero() {
+// process table did not change (tableChanged false: no process started,
+// and none of the young ones changed), no JVM of the last view is due,
+// none has ended, and no ended JVM's retention ran out. The scan then
+// keeps the last view as it is (keepView), and the series built from it
+// stand.
+func (t *Tracker) idle(tableChanged bool, now time.Time) bool {
+	if tableChanged || t.view.Time.IsZero() {
 		return false
 	}
 	for i := range t.view.JVMs {
@@ -60,6 +61,15 @@ func (t *Tracker) idle(table *procmem.ProcessTable, now time.Time) bool {
 		}
 	}
 	return !t.ends.anyEnded()
+}
+
+// keepView is an idle scan's result: the last view, and the heartbeat
+// the OnExits hook gets from every scan.
+func (t *Tracker) keepView(now time.Time) View {
+	if f := t.ends.hook.Load(); f != nil {
+		(*f)(now, nil)
+	}
+	return t.view
 }
 
 // planNext sets when each JVM read in this scan is read again, from its

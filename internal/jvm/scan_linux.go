@@ -28,11 +28,8 @@ func (t *Tracker) scan(all bool) (view View, made bool, err error) {
 	if err != nil {
 		return View{}, false, err
 	}
-	if !all && t.idle(table, now) {
-		if f := t.ends.hook.Load(); f != nil {
-			(*f)(now, nil) // the scan's heartbeat
-		}
-		return t.view, false, nil
+	if !all && t.idle(table.Changed(), now) {
+		return t.keepView(now), false, nil
 	}
 	candidates, err := t.found.find(table)
 	if err != nil {

@@ -254,8 +254,10 @@ func TestCurrentServesAViewYoungerThanMaxAge(t *testing.T) {
 }
 
 // A background scan that would read nothing keeps the last view as it is:
-// nothing due, no process new, none ended. A JVM falling due, or ending,
-// makes a new one.
+// with the process table unchanged, nothing due and none ended, it is idle
+// and reads nothing. A JVM falling due, or ending, makes a new view. (The
+// table's own Changed is tested in procmem: on a machine running other
+// tests, a real one changes at every scan.)
 func TestIdleScanKeepsTheView(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a real JVM")
@@ -268,6 +270,8 @@ func TestIdleScanKeepsTheView(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(tr.Stop)
+	var beats int
+	tr.OnExits(func(time.Time, []Exit) { beats++ })
 	scan := func() (View, bool) {
 		t.Helper()
 		v, made, err := tr.scan(false)
@@ -281,27 +285,23 @@ func TestIdleScanKeepsTheView(t *testing.T) {
 	if _, ok := findJVM(first, j.PID); !ok || !made {
 		t.Fatalf("the first scan: JVM %d read %v, a view made %v", j.PID, ok, made)
 	}
-	// Other work on the machine starts processes now and then, and the
-	// JVM is young for procmem.YoungFor: the first scan that finds the
-	// table unchanged is the one checked.
-	reads := tr.Reads()
-	deadline := time.Now().Add(procmem.YoungFor + 30*time.Second)
-	for {
-		v, made := scan()
-		if !made {
-			if !v.Time.Equal(first.Time) || tr.Reads() != reads {
-				t.Errorf("an idle scan: view of %v (first %v), %d reads since; want the first view, none", v.Time, first.Time, tr.Reads()-reads)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no scan found the process table unchanged")
-		}
-		first, reads = v, tr.Reads()
-		time.Sleep(200 * time.Millisecond)
+	now := time.Now()
+	if !tr.idle(false, now) {
+		t.Fatal("nothing due, nothing ended, the table unchanged: not idle")
+	}
+	if tr.idle(true, now) {
+		t.Error("idle though the process table changed")
+	}
+	reads, before := tr.Reads(), beats
+	if v := tr.keepView(now); !v.Time.Equal(first.Time) || tr.Reads() != reads || beats != before+1 {
+		t.Errorf("an idle scan: view of %v (first %v), %d reads, %d heartbeats; want the first view, no read, one heartbeat",
+			v.Time, first.Time, tr.Reads()-reads, beats-before)
 	}
 	for _, jv := range first.JVMs {
 		tr.sched.plan(jv.PID, jv.ProcessStart, time.Time{}, "", true)
+	}
+	if tr.idle(false, time.Now()) {
+		t.Error("idle though every JVM is due")
 	}
 	if v, made := scan(); !made || tr.Reads() == reads {
 		t.Errorf("JVMs due: a view made %v, %d reads; want a new view that read them", made, tr.Reads()-reads)
@@ -310,12 +310,57 @@ func TestIdleScanKeepsTheView(t *testing.T) {
 	}
 	j.Kill()
 	<-j.Done()
-	v, made := scan()
+	if tr.idle(false, time.Now()) {
+		t.Error("idle though a JVM ended")
+	}
+}
+
+// A JVM found gone leaves the view in that scan, though its reading was
+// kept: past its youth, a SIGKILLed JVM's file and pid stay among the
+// candidates until the process table's next full listing.
+func TestEndedJVMLeavesTheViewAtOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real JVM")
+	}
+	started := time.Now()
+	j := testjvm.Start(t, testjvm.Options{JVMArgs: []string{"-Xmx32m"}, Args: []string{"--executor-id", "6", "--app-id", "app-end", "--exit-after-s", "300"}})
+	hour := time.Hour
+	tr, err := NewTracker(Config{ProcFS: "/proc", SysFS: "/sys", Sampling: SamplingConfig{Slowest: hour, AtRisk: hour, Fastest: hour, Discovery: hour},
+		Retention: time.Minute, EndedRetention: time.Minute, MaxProcesses: 1000}, log.NewNopLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tr.Stop)
+	scan := func() View {
+		t.Helper()
+		v, _, err := tr.scan(true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr.view = v
+		return v
+	}
+	scan()
+	time.Sleep(time.Until(started.Add(procmem.YoungFor + time.Second)))
+	v, _, err := tr.scan(false) // keeps the reading: not due for an hour
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.view = v
+	if _, ok := findJVM(v, j.PID); !ok {
+		t.Fatalf("JVM %d gone before its end", j.PID)
+	}
+	j.Kill()
+	<-j.Done()
+	v, _, err = tr.scan(false)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ended := false
 	for _, s := range v.Ended {
 		ended = ended || s.PID == j.PID
 	}
-	if _, live := findJVM(v, j.PID); !made || live || !ended {
-		t.Errorf("the scan after JVM %d was killed: a view made %v, in it %v, among the ended %v; want true, false, true", j.PID, made, live, ended)
+	if _, live := findJVM(v, j.PID); live || !ended {
+		t.Errorf("the scan after JVM %d was killed: in the view %v, among the ended %v; want false, true", j.PID, live, ended)
 	}
 }
