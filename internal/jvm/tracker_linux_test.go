@@ -253,6 +253,20 @@ func TestCurrentServesAViewYoungerThanMaxAge(t *testing.T) {
 	}
 }
 
+// newHourlyTracker is a tracker whose JVMs, once read, are not due for an
+// hour, scanned only when the test calls scan.
+func newHourlyTracker(t *testing.T) *Tracker {
+	t.Helper()
+	hour := time.Hour
+	tr, err := NewTracker(Config{ProcFS: "/proc", SysFS: "/sys", Sampling: SamplingConfig{Slowest: hour, AtRisk: hour, Fastest: hour, Discovery: hour},
+		Retention: time.Minute, EndedRetention: time.Minute, MaxProcesses: 1000}, log.NewNopLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tr.Stop)
+	return tr
+}
+
 // A background scan that would read nothing keeps the last view as it is:
 // with the process table unchanged, nothing due and none ended, it is idle
 // and reads nothing. A JVM falling due, or ending, makes a new view. (The
@@ -263,13 +277,7 @@ func TestIdleScanKeepsTheView(t *testing.T) {
 		t.Skip("starts a real JVM")
 	}
 	j := testjvm.Start(t, testjvm.Options{JVMArgs: []string{"-Xmx32m"}, Args: []string{"--executor-id", "7", "--app-id", "app-idle", "--exit-after-s", "300"}})
-	hour := time.Hour
-	tr, err := NewTracker(Config{ProcFS: "/proc", SysFS: "/sys", Sampling: SamplingConfig{Slowest: hour, AtRisk: hour, Fastest: hour, Discovery: hour},
-		Retention: time.Minute, EndedRetention: time.Minute, MaxProcesses: 1000}, log.NewNopLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(tr.Stop)
+	tr := newHourlyTracker(t)
 	var beats int
 	tr.OnExits(func(time.Time, []Exit) { beats++ })
 	scan := func() (View, bool) {
@@ -324,13 +332,7 @@ func TestEndedJVMLeavesTheViewAtOnce(t *testing.T) {
 	}
 	started := time.Now()
 	j := testjvm.Start(t, testjvm.Options{JVMArgs: []string{"-Xmx32m"}, Args: []string{"--executor-id", "6", "--app-id", "app-end", "--exit-after-s", "300"}})
-	hour := time.Hour
-	tr, err := NewTracker(Config{ProcFS: "/proc", SysFS: "/sys", Sampling: SamplingConfig{Slowest: hour, AtRisk: hour, Fastest: hour, Discovery: hour},
-		Retention: time.Minute, EndedRetention: time.Minute, MaxProcesses: 1000}, log.NewNopLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(tr.Stop)
+	tr := newHourlyTracker(t)
 	scan := func() View {
 		t.Helper()
 		v, _, err := tr.scan(true)
