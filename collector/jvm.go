@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"hash/maphash"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -38,16 +39,6 @@ const maxLabelBytes = labelvalue.MaxBytes
 // identityLabels are on every per-process series.
 var identityLabels = []string{"pid", "role", "app_id", "executor_id"}
 
-// desc makes a per-JVM Desc and keeps what the series builder needs of
-// it (name, help, where its extra label sorts), which client_golang keeps
-// private.
-func (t descTable) desc(subsystem, name, help string, extra ...string) *prometheus.Desc {
-	fq := prometheus.BuildFQName(namespace, subsystem, name)
-	d := prometheus.NewDesc(fq, help, append(append([]string{}, identityLabels...), extra...), nil)
-	t[d] = newDescMeta(fq, help, extra)
-	return d
-}
-
 type jvmCollector struct {
 	tracker *jvm.Tracker
 	logger  log.Logger
@@ -56,7 +47,7 @@ type jvmCollector struct {
 	podLabels []string
 	infoDescs infoDescs
 
-	descs                                  descTable // the per-JVM series' Descs
+	descs                                  *descTable // the per-JVM series' Descs
 	info                                   *prometheus.Desc
 	memUsed, memCommitted, memMax          *prometheus.Desc
 	poolUsed, poolCommitted, poolMax       *prometheus.Desc
@@ -70,12 +61,13 @@ type jvmCollector struct {
 	peak, residentPeak, cgPeak      *prometheus.Desc
 
 	// The per-JVM series of the last view (jvm_series.go).
-	buildMu sync.Mutex
-	builtOf builtKey
-	built   *seriesSet
-	perJVM  map[int]*jvmBuilt // the last build's, by pid
-	pairs   labelPairs
-	served  atomic.Pointer[seriesSet] // what the last update built
+	infoFamily int
+	sinks      *keeper[*textSink]
+	buildMu    sync.Mutex
+	builtOf    builtKey
+	built      *jvmSet
+	byPID      map[int]*jvmEntry      // the last build's
+	served     atomic.Pointer[jvmSet] // what the last update built
 }
 
 // builtKey is what the per-JVM series depend on: the view and the pod list.
@@ -89,7 +81,7 @@ type builtKey struct {
 // the memory cgroup around it. A scrape serves what the tracker last read
 // (jvm.Tracker.Current).
 func NewJVMCollector(tracker *jvm.Tracker, logger log.Logger) Collector {
-	descs := descTable{}
+	descs := newDescTable()
 	c := &jvmCollector{
 		descs:         descs,
 		tracker:       tracker,
@@ -133,6 +125,10 @@ func NewJVMCollector(tracker *jvm.Tracker, logger log.Logger) Collector {
 		readErrors: prometheus.NewDesc(prometheus.BuildFQName(namespace, "jvm", "read_errors_total"),
 			"JVMs found but not read (or whose cgroup was not read), by reason.", []string{"reason"}, nil),
 	}
+	descs.sort()
+	c.infoFamily = descs.byName[prometheus.BuildFQName(namespace, "jvm", "info")]
+	seed := maphash.MakeSeed()
+	c.sinks = newKeeper(func() *textSink { return &textSink{descs: descs, infoFamily: c.infoFamily, seed: seed} })
 	return c
 }
 
@@ -168,14 +164,16 @@ func (c *jvmCollector) update(ch chan<- prometheus.Metric, apart bool) error {
 	set := c.series(view)
 	c.served.Store(set)
 	if !apart {
-		set.send(ch)
+		c.send(set, ch)
 	}
 	return nil
 }
 
-// series returns the per-JVM series of view, built on the first call for
-// the view (and pod list) and shared by every scrape after it.
-func (c *jvmCollector) series(view jvm.View) *seriesSet {
+// series returns the per-JVM series of view, made on the first call for
+// the view (and pod list) and shared by every scrape after it. A JVM whose
+// reading is the same as in the last view keeps its entry, and with it
+// its rendered text.
+func (c *jvmCollector) series(view jvm.View) *jvmSet {
 	var pods cloud.PodsSnapshot
 	if c.pods != nil {
 		pods = c.pods.Pods()
@@ -186,47 +184,34 @@ func (c *jvmCollector) series(view jvm.View) *seriesSet {
 	if c.built != nil && c.builtOf == key {
 		return c.built
 	}
-	c.pairs.start()
-	b := newSeriesBuilder(&c.pairs, c.built, c.descs)
-	perJVM := make(map[int]*jvmBuilt, len(view.JVMs))
+	set := &jvmSet{jvms: make([]*jvmEntry, 0, len(view.JVMs)+len(view.Ended))}
+	byPID := make(map[int]*jvmEntry, len(view.JVMs))
 	for i := range view.JVMs {
 		j := &view.JVMs[i]
 		of := jvmBuildKey{start: j.ProcessStart, read: j.Time, pods: pods.Index}
 		if j.Native != nil {
 			of.native = j.Native.Checked
 		}
-		last := c.perJVM[j.PID]
-		if last != nil && last.of == of && !of.start.IsZero() {
-			b.reuse(last)
-			perJVM[j.PID] = last
-			continue
+		e := c.byPID[j.PID]
+		if e == nil || e.of != of || of.start.IsZero() {
+			e = &jvmEntry{of: of, j: *j, pod: resolvePod(j, pods, c.pods, c.podLabels)}
 		}
-		b.jvm = &jvmBuilt{of: of, id: j.Identity}
-		if last != nil {
-			b.jvm.series = make([]builtSeries, 0, len(last.series))
-		}
-		c.updateJVM(b, j, resolvePod(j, pods, c.pods, c.podLabels))
-		perJVM[j.PID], b.jvm = b.jvm, nil
+		set.jvms = append(set.jvms, e)
+		byPID[j.PID] = e
 	}
-	// An ended JVM keeps only its final peaks, built afresh: there are few.
+	// An ended JVM keeps only its final peaks: there are few.
 	for i := range view.Ended {
-		s := &view.Ended[i]
-		b.jvm = &jvmBuilt{id: s.Identity}
-		b.identity = c.pairs.identity(s.Identity, strconv.Itoa(s.PID))
-		c.sendPeaks(b, &s.Peaks)
-		b.jvm = nil
+		set.jvms = append(set.jvms, &jvmEntry{ended: &view.Ended[i]})
 	}
-	c.pairs.prune()
-	c.built, c.builtOf, c.perJVM = b.done(), key, perJVM
-	return c.built
+	c.built, c.builtOf, c.byPID = set, key, byPID
+	return set
 }
 
-func (c *jvmCollector) updateJVM(b *seriesBuilder, j *jvm.JVM, pod podIdentity) {
-	// The identity labels, as strings for the info metric and as label
-	// pairs kept for the JVM's life for the other series.
+func (c *jvmCollector) updateJVM(b seriesSink, j *jvm.JVM, pod podIdentity) {
+	// The identity labels, as strings for the info metric.
 	labels := make([]string, 4, 4+len(infoLabels))
 	labels[0], labels[1], labels[2], labels[3] = strconv.Itoa(j.PID), labelValue(j.Role), labelValue(j.AppID), labelValue(j.ExecutorID)
-	b.identity = c.pairs.identity(j.Identity, labels[0])
+	b.startJVM(j.Identity, labels[0])
 	gauge := func(d *prometheus.Desc, v float64, extra ...string) {
 		b.add(d, prometheus.GaugeValue, v, extra...)
 	}
@@ -299,7 +284,7 @@ func (c *jvmCollector) updateJVM(b *seriesBuilder, j *jvm.JVM, pod podIdentity) 
 
 // sendPeaks sends the peaks known: 0 is unknown (no hsperfdata, a kernel
 // without memory.peak) or none (no Python workers).
-func (c *jvmCollector) sendPeaks(b *seriesBuilder, p *jvm.Peaks) {
+func (c *jvmCollector) sendPeaks(b seriesSink, p *jvm.Peaks) {
 	for _, k := range [...]struct {
 		d    *prometheus.Desc
 		v    uint64

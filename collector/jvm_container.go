@@ -16,7 +16,7 @@ type containerDescs struct {
 	cgPressure, cgEvents, cgHigh, cgFailcnt *prometheus.Desc
 }
 
-func newContainerDescs(descs descTable) containerDescs {
+func newContainerDescs(descs *descTable) containerDescs {
 	return containerDescs{
 		cgLimit:      descs.desc("container", "memory_limit_bytes", "Memory limit of the cgroup holding the JVM; absent when unlimited."),
 		cgUsage:      descs.desc("container", "memory_usage_bytes", "Memory charged to the cgroup holding the JVM."),
@@ -38,7 +38,7 @@ func newContainerDescs(descs descTable) containerDescs {
 // sendContainer sends the series of j's memory cgroup. A figure the
 // kernel does not give (a kind v1's memory.stat lacks, PSI off, an event
 // an older kernel does not count) is absent, not 0.
-func (c *containerDescs) sendContainer(b *seriesBuilder, j *jvm.JVM) {
+func (c *containerDescs) sendContainer(b seriesSink, j *jvm.JVM) {
 	if !j.HasCgroup {
 		return
 	}

@@ -35,7 +35,7 @@ func TestContainerMemoryByKind(t *testing.T) {
 	c := NewJVMCollector(nil, log.NewNopLogger()).(*jvmCollector)
 	got := map[string]float64{}
 	var help string
-	for _, mf := range c.series(view).families {
+	for _, mf := range setFamilies(t, c, c.series(view)) {
 		if mf.GetName() != "executor_container_memory_bytes" {
 			continue
 		}
@@ -120,7 +120,7 @@ func TestContainerSignals(t *testing.T) {
 	}
 	c := NewJVMCollector(nil, log.NewNopLogger()).(*jvmCollector)
 	got := map[string]float64{}
-	for _, mf := range c.series(view).families {
+	for _, mf := range setFamilies(t, c, c.series(view)) {
 		name := mf.GetName()
 		switch name {
 		case "executor_container_memory_pressure_stall_seconds_total", "executor_container_memory_events_total",

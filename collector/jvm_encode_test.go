@@ -53,7 +53,7 @@ func TestAppendTextAgreesWithExpfmt(t *testing.T) {
 	c := NewJVMCollector(nil, log.NewNopLogger()).(*jvmCollector)
 	g, k := dto.MetricType_GAUGE, dto.MetricType_COUNTER
 	sets := map[string][]*dto.MetricFamily{
-		"100 JVMs": c.series(syntheticView(t, 100, time.Now())).families,
+		"100 JVMs": setFamilies(t, c, c.series(syntheticView(t, 100, time.Now()))),
 		"care": {
 			family("a_gauge", "help with \\ and \n and \"quotes\"", g,
 				sample(g, 0), sample(g, math.Copysign(0, -1), "l", "neg zero"), sample(g, 1, "l", `back\slash`), sample(g, -1, "l", "new\nline"),

@@ -114,20 +114,23 @@ func isWildcard(allowlist []string) bool {
 // labels (label_<name>) follow them.
 var infoLabels = []string{"main_class", "jvm_version", "gc", "vm_args_xmx", "pod", "namespace", "container", "uid", "container_id", "counters"}
 
-// infoDescs keeps executor_jvm_info's Desc per set of pod label names:
-// one set with an allowlist, as many as the pods have with "*".
+// infoDescs keeps executor_jvm_info's Desc, and its label names, per set
+// of pod label names: one set with an allowlist, as many as the pods have
+// with "*".
 type infoDescs struct {
 	mu    sync.Mutex
-	descs map[string]*prometheus.Desc
+	descs map[string]infoDesc
+}
+
+type infoDesc struct {
+	desc  *prometheus.Desc
+	names []string
 }
 
 // maxInfoDescs bounds the cache; with "*" the label sets are the pods'.
 const maxInfoDescs = 256
 
-func (d *infoDescs) get(base *prometheus.Desc, names []string) *prometheus.Desc {
-	if len(names) == 0 {
-		return base
-	}
+func (d *infoDescs) get(base *prometheus.Desc, names []string) infoDesc {
 	key := strings.Join(names, ",")
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -135,10 +138,13 @@ func (d *infoDescs) get(base *prometheus.Desc, names []string) *prometheus.Desc 
 		return desc
 	}
 	if d.descs == nil || len(d.descs) >= maxInfoDescs {
-		d.descs = map[string]*prometheus.Desc{}
+		d.descs = map[string]infoDesc{}
 	}
 	all := append(append(append([]string{}, identityLabels...), infoLabels...), names...)
-	desc := prometheus.NewDesc(prometheus.BuildFQName(namespace, "jvm", "info"), jvmInfoHelp, all, nil)
+	desc := infoDesc{desc: base, names: all}
+	if len(names) > 0 {
+		desc.desc = prometheus.NewDesc(prometheus.BuildFQName(namespace, "jvm", "info"), jvmInfoHelp, all, nil)
+	}
 	d.descs[key] = desc
 	return desc
 }
@@ -146,7 +152,7 @@ func (d *infoDescs) get(base *prometheus.Desc, names []string) *prometheus.Desc 
 const jvmInfoHelp = "A JVM on this machine; descriptive labels from hsperfdata and the command line, and the Kubernetes namespace, pod, container and allowlisted pod labels (or the YARN container) from its cgroup and the API server; counters is hsperfdata, or why the JVM publishes no counters."
 
 // sendInfo adds executor_jvm_info; labels holds the identity and is reused.
-func (c *jvmCollector) sendInfo(b *seriesBuilder, labels []string, j *jvm.JVM, p podIdentity) {
+func (c *jvmCollector) sendInfo(b seriesSink, labels []string, j *jvm.JVM, p podIdentity) {
 	s := &j.Stats
 	labels = append(labels[:len(identityLabels)], labelValue(j.MainClass), labelValue(s.VMVersion), labelValue(s.GCName),
 		labelValue(j.Xmx), labelValue(p.pod), labelValue(p.namespace), labelValue(p.container), labelValue(p.uid), labelValue(p.containerID),
@@ -157,7 +163,8 @@ func (c *jvmCollector) sendInfo(b *seriesBuilder, labels []string, j *jvm.JVM, p
 		names, values = cloud.NodeLabelPairs(p.labels)
 		labels = append(labels, values...)
 	}
-	b.info(c.infoDescs.get(c.info, names), labels) // dropped if a pod label cannot be a label; NodeLabelPairs prevents it
+	d := c.infoDescs.get(c.info, names)
+	b.info(d.desc, d.names, labels) // dropped if a pod label cannot be a label; NodeLabelPairs prevents it
 }
 
 // podOfCgroup names the namespace, pod and container of a cgroup path from

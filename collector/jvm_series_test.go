@@ -1,9 +1,12 @@
 package collector
 
 import (
+	"bufio"
 	"bytes"
 	"compress/flate"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"runtime"
 	"slices"
@@ -16,6 +19,7 @@ import (
 	"github.com/go-kit/log"
 	kflate "github.com/klauspost/compress/flate"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -121,29 +125,14 @@ func TestSeriesBuiltOncePerView(t *testing.T) {
 	}
 }
 
-// A JVM whose reading did not change since the last view keeps its series
-// (the same objects); one read again gets new ones; and the set is what a
-// collector that never built before makes of the view.
+// A JVM whose reading did not change since the last view keeps its entry
+// and its rendered text; one read again gets a new one; and the set
+// renders what a collector that never built before renders of the view.
 func TestSeriesOfAnUnchangedJVMReused(t *testing.T) {
 	c := NewJVMCollector(nil, log.NewNopLogger()).(*jvmCollector)
 	view := syntheticView(t, 3, time.Now())
 	first := c.series(view)
-	firstOf := func(pid string) *dto.Metric {
-		for _, f := range first.families {
-			if f.GetName() == "executor_jvm_memory_used_bytes" {
-				for _, m := range f.Metric {
-					for _, l := range m.Label {
-						if l.GetName() == "pid" && l.GetValue() == pid {
-							return m
-						}
-					}
-				}
-			}
-		}
-		t.Fatalf("no series of pid %s", pid)
-		return nil
-	}
-	kept, reread := firstOf("10000"), firstOf("10001")
+	kept, reread := c.text(first.jvms[0], true), c.text(first.jvms[1], true)
 
 	next := view
 	next.Time = view.Time.Add(5 * time.Second)
@@ -151,19 +140,15 @@ func TestSeriesOfAnUnchangedJVMReused(t *testing.T) {
 	next.JVMs[1].Time = next.Time
 	next.JVMs[1].Stats.HeapUsed += 1 << 20
 	second := c.series(next)
-	var sawKept, sawReread bool
-	for _, f := range second.families {
-		for _, m := range f.Metric {
-			sawKept = sawKept || m == kept
-			sawReread = sawReread || m == reread
+	if c.text(second.jvms[0], true) != kept || c.text(second.jvms[1], true) == reread {
+		t.Errorf("unchanged JVM's text reused: %v (want true); re-read JVM's reused: %v (want false)",
+			c.text(second.jvms[0], true) == kept, c.text(second.jvms[1], true) == reread)
+	}
+	fresh := NewJVMCollector(nil, log.NewNopLogger()).(*jvmCollector)
+	for _, om := range []bool{false, true} {
+		if got, want := renderSet(t, c, second, om), renderSet(t, fresh, fresh.series(next), om); got != want {
+			t.Errorf("openMetrics %v: a build that reuses entries differs from a fresh one:\n%s\n\nfresh:\n%s", om, got, want)
 		}
-	}
-	if !sawKept || sawReread {
-		t.Errorf("unchanged JVM's series reused: %v (want true); re-read JVM's reused: %v (want false)", sawKept, sawReread)
-	}
-	fresh := NewJVMCollector(nil, log.NewNopLogger()).(*jvmCollector).series(next)
-	if got, want := encodeText(t, second.families), encodeText(t, fresh.families); !slices.Equal(got, want) {
-		t.Errorf("a build that reuses series differs from a fresh one:\n%s\n\nfresh:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 
@@ -223,80 +208,67 @@ func syntheticView(t testing.TB, n int, at time.Time) jvm.View {
 	return view
 }
 
-// BenchmarkSeries is the per-JVM series of 100 JVMs: built once per view
-// (a background sample), then encoded by every scrape.
+// BenchmarkSeries is what the per-JVM series of 100 JVMs cost a scrape
+// in OpenMetrics, gzipped, as Prometheus asks for them: after a view in
+// which every JVM was read again ("all-read"), half of them ("half-read":
+// every JVM is read every 30 s when far from its limit, a scrape comes
+// every 15 s), none ("same-view"); and, the anchor, the same series
+// served by promhttp from a registry ("promhttp"; what a protobuf scrape
+// still takes).
 func BenchmarkSeries(b *testing.B) {
 	c := NewJVMCollector(nil, log.NewNopLogger()).(*jvmCollector)
 	view := syntheticView(b, 100, time.Now())
-	set := c.series(view)
-	n := 0
-	for _, f := range set.families {
-		n += len(f.Metric)
+	format := expfmt.NewFormat(expfmt.TypeOpenMetrics)
+	writers := newTextWriters()
+	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+	req.Header.Set("Accept-Encoding", "gzip")
+	req.Header.Set("Accept", string(format))
+	var size int
+	scrape := func(set *jvmSet) {
+		texts := make([]*jvmText, len(set.jvms))
+		for i, e := range set.jvms {
+			texts[i] = c.text(e, true)
+		}
+		rec := httptest.NewRecorder()
+		writers.write(rec, req, format, nil, c.descs.families, texts, nil)
+		size = rec.Body.Len()
 	}
-	// A new view in which every JVM was read again, and one in which half
-	// were: every JVM is read every 30 s when far from its limit, a scrape
-	// comes every 15 s.
 	for _, share := range []struct {
 		name  string
 		every int
-	}{{"build", 1}, {"build-half", 2}} {
+	}{{"all-read", 1}, {"half-read", 2}, {"same-view", 0}} {
 		b.Run(share.name, func(b *testing.B) {
 			b.ReportAllocs()
 			reportCPU := testenv.CPUPerOp(b, syscall.RUSAGE_SELF)
 			for i := 0; b.Loop(); i++ {
-				view.Time = view.Time.Add(time.Second) // a new view every time
-				for k := range view.JVMs {
-					if (k+i)%share.every == 0 {
-						view.JVMs[k].Time = view.Time
+				if share.every > 0 {
+					view.Time = view.Time.Add(time.Second) // a new view
+					for k := range view.JVMs {
+						if (k+i)%share.every == 0 {
+							view.JVMs[k].Time = view.Time
+							view.JVMs[k].Stats.HeapUsed++ // a reading moves some values
+						}
 					}
 				}
-				c.series(view)
+				scrape(c.series(view))
 			}
 			reportCPU()
-			b.ReportMetric(float64(n), "series")
+			b.ReportMetric(float64(size), "gzip-bytes")
 		})
 	}
-	b.Run("encode", func(b *testing.B) {
-		// expfmt's OpenMetrics encoder, as promhttp writes families.
-		var buf bytes.Buffer
-		b.ReportAllocs()
-		reportCPU := testenv.CPUPerOp(b, syscall.RUSAGE_SELF)
-		for b.Loop() {
-			buf.Reset()
-			enc := expfmt.NewEncoder(&buf, expfmt.NewFormat(expfmt.TypeOpenMetrics))
-			for _, f := range set.families {
-				if err := enc.Encode(f); err != nil {
-					b.Fatal(err)
-				}
-			}
-		}
-		reportCPU()
-		b.ReportMetric(float64(buf.Len()), "bytes")
-	})
-	b.Run("encode-fast", func(b *testing.B) {
-		// What a view is encoded with: appendText, expfmt's bytes.
-		var buf []byte
-		b.ReportAllocs()
-		reportCPU := testenv.CPUPerOp(b, syscall.RUSAGE_SELF)
-		for b.Loop() {
-			buf, _ = appendText(buf[:0], set.families, true)
-		}
-		reportCPU()
-		b.ReportMetric(float64(len(buf)), "bytes")
-	})
-	b.Run("registry", func(b *testing.B) {
-		// The same series through a registry's checks and sort, as a
-		// scrape served them before they were built ahead.
+	b.Run("promhttp", func(b *testing.B) {
 		reg := prometheus.NewRegistry()
-		reg.MustRegister(prebuiltCollector{set})
+		reg.MustRegister(setCollector{c, c.series(view)})
+		h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true})
 		b.ReportAllocs()
 		reportCPU := testenv.CPUPerOp(b, syscall.RUSAGE_SELF)
 		for b.Loop() {
-			if _, err := reg.Gather(); err != nil {
-				b.Fatal(err)
-			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			size = rec.Body.Len()
 		}
 		reportCPU()
+		b.ReportMetric(float64(size), "gzip-bytes")
 	})
 }
 
@@ -306,14 +278,7 @@ func BenchmarkSeries(b *testing.B) {
 // level. "writer-bytes" is what one writer keeps on the heap.
 func BenchmarkDeflateView(b *testing.B) {
 	c := NewJVMCollector(nil, log.NewNopLogger()).(*jvmCollector)
-	var buf bytes.Buffer
-	enc := expfmt.NewEncoder(&buf, expfmt.NewFormat(expfmt.TypeOpenMetrics))
-	for _, f := range c.series(syntheticView(b, 100, time.Now())).families {
-		if err := enc.Encode(f); err != nil {
-			b.Fatal(err)
-		}
-	}
-	text := buf.Bytes()
+	text := []byte(renderSet(b, c, c.series(syntheticView(b, 100, time.Now())), true))
 	type writer interface {
 		io.Writer
 		Reset(io.Writer)
@@ -354,10 +319,34 @@ func BenchmarkDeflateView(b *testing.B) {
 	}
 }
 
-type prebuiltCollector struct{ set *seriesSet }
+// setFamilies is a set's series as a registry gathers them.
+func setFamilies(t testing.TB, c *jvmCollector, set *jvmSet) []*dto.MetricFamily {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(setCollector{c, set})
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mfs
+}
 
-func (prebuiltCollector) Describe(chan<- *prometheus.Desc) {}
-
-func (p prebuiltCollector) Collect(ch chan<- prometheus.Metric) {
-	p.set.send(ch)
+// renderSet is a set's series as the text handler writes them.
+func renderSet(t testing.TB, c *jvmCollector, set *jvmSet, openMetrics bool) string {
+	t.Helper()
+	texts := make([]*jvmText, len(set.jvms))
+	for i, e := range set.jvms {
+		texts[i] = c.text(e, openMetrics)
+	}
+	format := expfmt.NewFormat(expfmt.TypeTextPlain)
+	if openMetrics {
+		format = expfmt.NewFormat(expfmt.TypeOpenMetrics)
+	}
+	var buf bytes.Buffer
+	bw := bufio.NewWriter(&buf)
+	if _, err := writeFamilies(&plainBody{w: bw, families: c.descs.families, openMetrics: openMetrics}, nil, nil, c.descs.families, texts, format, nil); err != nil {
+		t.Fatal(err)
+	}
+	_ = bw.Flush()
+	return buf.String()
 }

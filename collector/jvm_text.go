@@ -6,51 +6,83 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/flate"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+
+	"github.com/executor-exporter/executor_exporter/internal/gzipparts"
 )
 
-// writeTextFamilies writes families to w in format, each family by
-// appendText when it can and by expfmt otherwise (the same bytes), through
-// a chunk buffer kept from scrape to scrape. A family that does not encode
-// is logged and left out, as promhttp does.
-func (t *textWriters) writeFamilies(w io.Writer, families []*dto.MetricFamily, format expfmt.Format, errorLog promhttp.Logger) error {
+// bodyWriter is where a scrape's answer goes: the registry's families as
+// bytes (Write), the per-JVM families as the JVMs rendered them.
+type bodyWriter interface {
+	io.Writer
+	// jvmFamily writes family f: its header (unless a registry family
+	// of the same name came just before), then every JVM's lines of it.
+	jvmFamily(f int, header bool, texts []*jvmText) error
+}
+
+// writeFamilies writes families — the registry's, in name order — with
+// the per-JVM families merged among them in name order. A registry family
+// is written by appendText when it can be and by expfmt otherwise (the
+// same bytes); one that does not encode is logged and left out, as
+// promhttp does.
+func writeFamilies(body bodyWriter, scratch []byte, families []*dto.MetricFamily, perJVM []jvmFamily, texts []*jvmText, format expfmt.Format, errorLog promhttp.Logger) ([]byte, error) {
 	openMetrics := format.FormatType() == expfmt.TypeOpenMetrics
-	chunk := t.chunks.get()
-	defer func() { t.chunks.put(chunk[:0]) }()
-	enc := expfmt.NewEncoder(w, format)
-	for i := range families {
-		if fast, ok := appendText(chunk, families[i:i+1], openMetrics); ok {
-			chunk = fast
-		} else {
-			if _, err := w.Write(chunk); err != nil {
-				return err
-			}
-			chunk = chunk[:0]
-			if err := enc.Encode(families[i]); err != nil && errorLog != nil {
-				errorLog.Println("error encoding metric family:", err)
+	enc := expfmt.NewEncoder(body, format)
+	writeRegistry := func(f *dto.MetricFamily) error {
+		if fast, ok := appendText(scratch[:0], []*dto.MetricFamily{f}, openMetrics); ok {
+			scratch = fast
+			_, err := body.Write(scratch)
+			return err
+		}
+		if err := enc.Encode(f); err != nil && errorLog != nil {
+			errorLog.Println("error encoding metric family:", err)
+		}
+		return nil
+	}
+	writeJVMs := func(f int, header bool) error {
+		for _, text := range texts {
+			if len(text.family(f)) > 0 {
+				return body.jvmFamily(f, header, texts)
 			}
 		}
-		if len(chunk) >= chunkSize || i == len(families)-1 {
-			if _, err := w.Write(chunk); err != nil {
-				return err
+		return nil // no JVM has series of f
+	}
+	f := 0
+	for _, mf := range families {
+		for ; f < len(perJVM) && perJVM[f].name < mf.GetName(); f++ {
+			if err := writeJVMs(f, true); err != nil {
+				return scratch, err
 			}
-			chunk = chunk[:0]
+		}
+		if err := writeRegistry(mf); err != nil {
+			return scratch, err
+		}
+		if f < len(perJVM) && perJVM[f].name == mf.GetName() {
+			if err := writeJVMs(f, false); err != nil {
+				return scratch, err
+			}
+			f++
+		}
+	}
+	for ; f < len(perJVM); f++ {
+		if err := writeJVMs(f, true); err != nil {
+			return scratch, err
 		}
 	}
 	if c, ok := enc.(expfmt.Closer); ok {
-		return c.Close()
+		return scratch, c.Close()
 	}
-	return nil
+	return scratch, nil
 }
 
 // TextHandler serves the text formats the way promhttp does (gzip when
 // asked for; a gather that fails is served by fallback), with the jvm
-// collector's per-JVM series, built once per view, encoded by appendText
-// instead of expfmt: with 100 JVMs that is most of a scrape's encoding
+// collector's per-JVM series as each JVM's text was rendered once per
+// reading (jvm_render.go): with 100 JVMs they are most of a scrape
 // (BenchmarkSeries). g gathers everything else and must gather
 // ec.ServedApart(), not ec; requests for another format (protobuf) go
 // to fallback, which must serve ec.Gatherer(g).
@@ -91,42 +123,53 @@ func (ec *ExecutorCollector) TextHandler(g prometheus.Gatherer, fallback http.Ha
 			fallback.ServeHTTP(w, req)
 			return
 		}
+		var texts []*jvmText
 		if set := jc.served.Load(); set != nil {
-			mfs = mergeFamilies(mfs, set.families)
+			openMetrics := format.FormatType() == expfmt.TypeOpenMetrics
+			texts = make([]*jvmText, len(set.jvms))
+			for i, e := range set.jvms {
+				texts[i] = jc.text(e, openMetrics)
+			}
 		}
-		writers.write(w, req, format, mfs, opts.ErrorLog)
+		writers.write(w, req, format, mfs, jc.descs.families, texts, opts.ErrorLog)
 	})
 }
 
-// textWriters are what a handler keeps from scrape to scrape. The gzip
-// writer compresses at BestSpeed: every scrape at a real interval meets a
-// new view, so the JVMs' text is compressed on each. klauspost/compress
-// (in the binary already, for promhttp's zstd) writes the same format as
-// the standard library's BestSpeed in half its time, with a writer of 0.8
-// instead of 1.2 MB; the body is a tenth larger than at the default
-// level, which takes eight times as long (BenchmarkDeflateView). chunks
-// hold the JVMs' text on its way to the compressor: appendText fills one
-// up to chunkSize, then it is written out.
+// textWriters are what a handler keeps from scrape to scrape: the
+// compressor, the scratch buffers, and the per-JVM families' compressed
+// parts (familyParts). It compresses at BestSpeed with
+// klauspost/compress (in the binary already, for promhttp's zstd), which
+// writes the format of the standard library's BestSpeed in half its time
+// with tables of 0.8 instead of 1.2 MB; the body is a tenth larger than
+// at the default level, which takes eight times as long
+// (BenchmarkDeflateView).
 type textWriters struct {
-	gzip   *keeper[*gzip.Writer]
-	chunks *keeper[[]byte]
+	compressors *keeper[*gzipparts.Compressor]
+	scratch     *keeper[[]byte]
+	parts       *familyParts
 }
 
 func newTextWriters() *textWriters {
 	return &textWriters{
-		gzip:   newKeeper(func() *gzip.Writer { w, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed); return w }),
-		chunks: newKeeper(func() []byte { return make([]byte, 0, chunkSize+16<<10) }),
+		compressors: newKeeper(func() *gzipparts.Compressor {
+			c, _ := gzipparts.NewCompressor(flate.BestSpeed) // a valid level
+			return c
+		}),
+		scratch: newKeeper(func() []byte { return make([]byte, 0, chunkSize+16<<10) }),
+		parts:   newFamilyParts(),
 	}
 }
 
+// chunkSize is how many bytes of the registry's families a gzip answer
+// gathers before it compresses them.
 const chunkSize = 32 << 10
 
 // keeper keeps one idle value from use to use for the life of its owner.
 // sync.Pool, for this, drops its values every other garbage collection
-// and keeps one per P: with a gzip writer (0.8 MiB, mostly tables) at a
-// 15 s scrape interval, a new writer and a megabyte of garbage almost
-// every scrape. One scrape at a time is the rule; a concurrent one makes
-// its own.
+// and keeps one per P: with a compressor (0.8 MiB, mostly tables) at a
+// 15 s scrape interval, a new one and a megabyte of garbage almost every
+// scrape. One scrape at a time is the rule; a concurrent one makes its
+// own.
 type keeper[T any] struct {
 	idle     chan T
 	newValue func() T
@@ -152,29 +195,109 @@ func (k *keeper[T]) put(v T) {
 	}
 }
 
-// write writes mfs in format, compressed when the client accepts
-// gzip.
-func (t *textWriters) write(w http.ResponseWriter, req *http.Request, format expfmt.Format, mfs []*dto.MetricFamily, errorLog promhttp.Logger) {
+// write answers with mfs and the JVMs' texts in format, compressed when
+// the client accepts gzip.
+func (t *textWriters) write(w http.ResponseWriter, req *http.Request, format expfmt.Format, mfs []*dto.MetricFamily, perJVM []jvmFamily, texts []*jvmText, errorLog promhttp.Logger) {
 	h := w.Header()
 	h.Add("Vary", "Accept")
 	h.Add("Vary", "Accept-Encoding")
 	h.Set("Content-Type", string(format))
+	openMetrics := format.FormatType() == expfmt.TypeOpenMetrics
 	bw := bufio.NewWriterSize(w, 32<<10)
-	var out io.Writer = bw
+	defer func() { _ = bw.Flush() }() // an error is the client gone
+	scratch := t.scratch.get()
+	var body bodyWriter = &plainBody{w: bw, families: perJVM, openMetrics: openMetrics}
+	var gz *gzipBody
 	if acceptsGzip(req) {
 		h.Set("Content-Encoding", "gzip")
-		z := t.gzip.get()
-		z.Reset(bw)
-		defer func() {
-			_ = z.Close()
-			t.gzip.put(z)
-			_ = bw.Flush()
-		}()
-		out = z
-	} else {
-		defer func() { _ = bw.Flush() }() // an error is the client gone
+		gz = &gzipBody{member: gzipparts.NewMember(bw), comp: t.compressors.get(), chunk: t.scratch.get(), parts: t.parts,
+			families: perJVM, openMetrics: openMetrics}
+		body = gz
 	}
-	_ = t.writeFamilies(out, mfs, format, errorLog) // a write error is the client gone
+	scratch, _ = writeFamilies(body, scratch, mfs, perJVM, texts, format, errorLog) // a write error is the client gone
+	t.scratch.put(scratch[:0])
+	if gz != nil {
+		_ = gz.close()
+		t.compressors.put(gz.comp)
+		t.scratch.put(gz.chunk[:0])
+	}
+}
+
+// plainBody writes an answer as it is.
+type plainBody struct {
+	w           *bufio.Writer
+	families    []jvmFamily
+	openMetrics bool
+}
+
+func (p *plainBody) Write(b []byte) (int, error) { return p.w.Write(b) }
+
+func (p *plainBody) jvmFamily(f int, header bool, texts []*jvmText) error {
+	if header {
+		if _, err := p.w.Write(p.families[f].header[b2i(p.openMetrics)]); err != nil {
+			return err
+		}
+	}
+	for _, text := range texts {
+		if _, err := p.w.Write(text.family(f)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// gzipBody writes an answer as one gzip member of parts: the registry's
+// families compressed on every scrape, chunk by chunk, and each per-JVM
+// family as the part kept for it while every JVM's lines of it stay the
+// same (familyParts).
+type gzipBody struct {
+	member      *gzipparts.Member
+	comp        *gzipparts.Compressor
+	chunk       []byte // registry families not yet compressed
+	parts       *familyParts
+	families    []jvmFamily
+	openMetrics bool
+}
+
+func (g *gzipBody) Write(b []byte) (int, error) {
+	g.chunk = append(g.chunk, b...)
+	if len(g.chunk) >= chunkSize {
+		return len(b), g.flush()
+	}
+	return len(b), nil
+}
+
+func (g *gzipBody) flush() error {
+	part := g.comp.Compress(g.chunk)
+	g.chunk = g.chunk[:0]
+	return g.member.WritePart(part)
+}
+
+func (g *gzipBody) jvmFamily(f int, header bool, texts []*jvmText) error {
+	if err := g.flush(); err != nil {
+		return err
+	}
+	key := familyPartKey{family: f, openMetrics: g.openMetrics, header: header}
+	part := g.parts.get(key, familySum(texts, f), func() gzipparts.Part {
+		// The chunk is empty here, and holds the family meanwhile.
+		if header {
+			g.chunk = append(g.chunk, g.families[f].header[b2i(g.openMetrics)]...)
+		}
+		for _, text := range texts {
+			g.chunk = append(g.chunk, text.family(f)...)
+		}
+		part := g.comp.Compress(g.chunk)
+		g.chunk = g.chunk[:0]
+		return part
+	})
+	return g.member.WritePart(part)
+}
+
+func (g *gzipBody) close() error {
+	if err := g.flush(); err != nil {
+		return err
+	}
+	return g.member.Close()
 }
 
 func acceptsGzip(req *http.Request) bool {
