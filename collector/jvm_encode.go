@@ -12,12 +12,13 @@ import (
 
 // appendText appends families in the Prometheus text format, or in
 // OpenMetrics without its "# EOF", byte for byte as expfmt's encoders
-// write them: a fast path for the per-JVM series, which are gauges and
-// counters with legacy names and no timestamps, exemplars or created
-// times. expfmt spends a third of a view's preparation on them; this takes
-// a fraction of that (BenchmarkSeries/encode), and
-// TestAppendTextAgreesWithExpfmt holds it to expfmt's bytes. ok is false,
-// and b unchanged, for anything else: the caller then uses expfmt.
+// write them, for gauges and counters with legacy names and no
+// timestamps, exemplars or created times: the registry's families of a
+// scrape and the per-JVM families' headers. Its escaping and number
+// formatting are also the per-JVM lines' (jvm_render.go).
+// TestAppendTextAgreesWithExpfmt and FuzzAppendText hold it to expfmt's
+// bytes. ok is false, and b unchanged, for anything else: the caller
+// then uses expfmt.
 func appendText(b []byte, families []*dto.MetricFamily, openMetrics bool) (_ []byte, ok bool) {
 	start := len(b)
 	for _, f := range families {
