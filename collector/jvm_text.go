@@ -145,7 +145,8 @@ func (ec *ExecutorCollector) TextHandler(g prometheus.Gatherer, fallback http.Ha
 // (BenchmarkDeflateView).
 type textWriters struct {
 	compressors *keeper[*gzipparts.Compressor]
-	scratch     *keeper[[]byte]
+	scratch     *keeper[[]byte] // appendText's
+	chunks      *keeper[[]byte] // gzipBody's
 	parts       *familyParts
 }
 
@@ -155,7 +156,8 @@ func newTextWriters() *textWriters {
 			c, _ := gzipparts.NewCompressor(flate.BestSpeed) // a valid level
 			return c
 		}),
-		scratch: newKeeper(func() []byte { return make([]byte, 0, chunkSize+16<<10) }),
+		scratch: newKeeper(func() []byte { return make([]byte, 0, 16<<10) }),
+		chunks:  newKeeper(func() []byte { return make([]byte, 0, chunkSize+16<<10) }),
 		parts:   newFamilyParts(),
 	}
 }
@@ -210,7 +212,7 @@ func (t *textWriters) write(w http.ResponseWriter, req *http.Request, format exp
 	var gz *gzipBody
 	if acceptsGzip(req) {
 		h.Set("Content-Encoding", "gzip")
-		gz = &gzipBody{member: gzipparts.NewMember(bw), comp: t.compressors.get(), chunk: t.scratch.get(), parts: t.parts,
+		gz = &gzipBody{member: gzipparts.NewMember(bw), comp: t.compressors.get(), chunk: t.chunks.get(), parts: t.parts,
 			families: perJVM, openMetrics: openMetrics}
 		body = gz
 	}
@@ -219,7 +221,7 @@ func (t *textWriters) write(w http.ResponseWriter, req *http.Request, format exp
 	if gz != nil {
 		_ = gz.close()
 		t.compressors.put(gz.comp)
-		t.scratch.put(gz.chunk[:0])
+		t.chunks.put(gz.chunk[:0])
 	}
 }
 
