@@ -15,7 +15,7 @@ import (
 )
 
 // The per-JVM series (up to 50 for each JVM) are most of a scrape: with
-// 100 JVMs, 5,000 of its 5,300 series. They do not go through the
+// 100 JVMs, 5,000 of its 5,200 series. They do not go through the
 // registry on the exporter's own handler. Each JVM's are rendered as
 // exposition text once per reading and format (jvm_render.go) and kept
 // while the reading is the same; the handler writes them between the
