@@ -22,6 +22,11 @@ func (t *Tracker) scan(all bool) (view View, made bool, err error) {
 		if err != nil {
 			return View{}, false, err
 		}
+		// A JVM is asked about at each of its readings, Slowest apart at
+		// most, give or take a scan.
+		if t.cfg.Sampling.Slowest > 0 {
+			w.KeepAskedFor = t.cfg.Sampling.Slowest + t.cfg.Sampling.Discovery
+		}
 		t.procs = w
 	}
 	table, err := t.procs.Scan(now)

@@ -8,15 +8,18 @@ import (
 )
 
 // maxStatFDs caps the stat files a watch keeps open: the JVMs and their
-// tree members, which a caller asks about on every scan. Beyond it they are
-// opened for each read, as everything else is.
+// tree members, which a caller asks about at each of their readings.
+// Beyond it they are opened for each read, as everything else is.
 const maxStatFDs = 1024
 
 // readStat reads pid's stat. A process the caller asked about (asked: not
-// the watch's own rereading of new, young or due processes) in the last
-// scan and again in this one keeps its file open: a pread from offset 0
-// makes procfs produce it afresh, for half the cost of an open, read and
-// close (BenchmarkStatFD). The descriptor refers to the process, not to
+// the watch's own rereading of new, young or due processes) in an earlier
+// scan, no longer than KeepAskedFor ago or in the last one, and again in
+// this one keeps its file open: a pread from offset 0 makes procfs produce
+// it afresh, for half the cost of an open, read and close
+// (BenchmarkStatFD). A caller that asks about a JVM at each of its
+// readings, which are further apart than scans, sets KeepAskedFor to the
+// longest time between two. The descriptor refers to the process, not to
 // the pid: once the process is gone it reads an error or nothing, and the
 // pid is read by its path again, where another process may have it now.
 func (w *ProcessWatch) readStat(pid int, e *watched, asked bool) ([]byte, error) {
@@ -25,7 +28,7 @@ func (w *ProcessWatch) readStat(pid int, e *watched, asked bool) ([]byte, error)
 		w.statBuf = buf
 		if err == nil && len(data) > 0 {
 			if asked {
-				e.asked = w.gen
+				e.asked, e.askedAt = w.gen, w.now
 			}
 			return data, nil
 		}
@@ -33,8 +36,8 @@ func (w *ProcessWatch) readStat(pid int, e *watched, asked bool) ([]byte, error)
 	}
 	keep := false
 	if asked && e != nil {
-		keep = e.asked != 0 && e.asked+1 == w.gen && len(w.statFDs) < w.maxStatFDs
-		e.asked = w.gen
+		keep = e.asked != 0 && e.asked < w.gen && w.recentlyAsked(e) && len(w.statFDs) < w.maxStatFDs
+		e.asked, e.askedAt = w.gen, w.now
 	}
 	fd, err := unix.Openat(int(w.dir.Fd()), strconv.Itoa(pid)+"/stat", unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 	if err != nil {
@@ -51,11 +54,18 @@ func (w *ProcessWatch) readStat(pid int, e *watched, asked bool) ([]byte, error)
 	return data, nil
 }
 
-// releaseStatFDs closes the stat files of processes no one asked about in
-// the last scan: they left a tree, stopped being a JVM, or are gone.
+// recentlyAsked says whether e was asked about in the last scan or
+// within KeepAskedFor.
+func (w *ProcessWatch) recentlyAsked(e *watched) bool {
+	return e.asked+1 >= w.gen || w.now.Sub(e.askedAt) <= w.KeepAskedFor
+}
+
+// releaseStatFDs closes the stat files of processes no one asked about
+// lately (recentlyAsked): they left a tree, stopped being a JVM, or are
+// gone.
 func (w *ProcessWatch) releaseStatFDs() {
 	for pid, e := range w.statFDs {
-		if e.asked+1 < w.gen {
+		if !w.recentlyAsked(e) {
 			w.releaseStat(pid, e)
 		}
 	}

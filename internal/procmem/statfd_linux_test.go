@@ -115,6 +115,60 @@ func TestWatchKeepsStatOpenForWhatIsAskedEveryScan(t *testing.T) {
 	}
 }
 
+// TestWatchKeepsStatOpenBetweenReadingsApart: with KeepAskedFor, a
+// process asked about every few scans (a JVM read every 30 s, scans every
+// 5 s) keeps its stat file open between its readings, and loses it once
+// it goes unasked for longer.
+func TestWatchKeepsStatOpenBetweenReadingsApart(t *testing.T) {
+	pid := startSleep(t).Process.Pid
+	w, err := NewProcessWatch("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if w.maxStatFDs == 0 {
+		t.Fatal("/proc is not procfs here")
+	}
+	w.KeepAskedFor = 35 * time.Second
+	now := time.Now().Add(YoungFor)
+	scanEvery5s := func(ask bool) {
+		t.Helper()
+		now = now.Add(5 * time.Second)
+		table, err := w.Scan(now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ask {
+			if _, ok := table.Process(pid); !ok {
+				t.Fatalf("sleep %d not found", pid)
+			}
+		}
+	}
+	kept := func() bool { _, ok := w.statFDs[pid]; return ok }
+	// The first scan reads the new process itself; the caller's first ask
+	// is its second reading, and the file is kept from the third on.
+	for reading := range 4 {
+		scanEvery5s(true)
+		for range 5 {
+			scanEvery5s(false)
+		}
+		if reading > 1 && !kept() {
+			t.Fatalf("after reading %d, 30 s apart: the stat file is not kept", reading)
+		}
+	}
+	reads := w.Reads
+	scanEvery5s(true)
+	if w.Reads != reads+1 || !kept() {
+		t.Fatalf("the kept file: %d reads, kept %v", w.Reads-reads, kept())
+	}
+	for range 8 {
+		scanEvery5s(false)
+	}
+	if kept() {
+		t.Error("the stat file is kept 40 s after the last ask, with KeepAskedFor 35 s")
+	}
+}
+
 func TestWatchStatFilesCapped(t *testing.T) {
 	a, b := startSleep(t).Process.Pid, startSleep(t).Process.Pid
 	w, err := NewProcessWatch("/proc")

@@ -59,6 +59,10 @@ type ProcessWatch struct {
 
 	statFDs    map[int]*watched // the entries whose stat file is kept open (readStat)
 	maxStatFDs int
+	// KeepAskedFor is how long a stat file stays open after the last
+	// scan that asked for it (readStat); 0 keeps it to the next scan only.
+	KeepAskedFor time.Duration
+	now          time.Time // the scan's time
 }
 
 // procTGIDOffset is where pids start among the offsets of procfs's root
@@ -77,10 +81,11 @@ type watched struct {
 	exeKind processKind
 	exeComm string
 	exeDone bool
-	// asked is the last scan in which a caller asked for its stat; statFD
-	// is its stat file kept open, plus one (0: none).
-	asked  uint64
-	statFD int
+	// asked is the last scan in which a caller asked for its stat, at
+	// askedAt; statFD is its stat file kept open, plus one (0: none).
+	asked   uint64
+	askedAt time.Time
+	statFD  int
 }
 
 // NewProcessWatch opens procPath and reads its boot time.
@@ -158,6 +163,7 @@ func isProcfs(dir *os.File) bool {
 // nothing but a failed read when it is asked for.
 func (w *ProcessWatch) Scan(now time.Time) (*ProcessTable, error) {
 	w.gen++
+	w.now = now
 	w.releaseStatFDs()
 	refresh := now.Sub(w.lastFull) >= RefreshEvery
 	if refresh {
@@ -378,7 +384,7 @@ func (w *ProcessWatch) read(pid int, asked bool) (Process, bool) {
 		if e.ok && !e.p.StartTime.Equal(p.StartTime) {
 			// Another process under the same pid and inode: start afresh.
 			// The stat file, if kept, was just opened: it is the new one's.
-			*e = watched{ino: e.ino, gen: e.gen, asked: e.asked, statFD: e.statFD}
+			*e = watched{ino: e.ino, gen: e.gen, asked: e.asked, askedAt: e.askedAt, statFD: e.statFD}
 		}
 		e.p, e.ok = p, true
 	}
