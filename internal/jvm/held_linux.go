@@ -1,6 +1,8 @@
 package jvm
 
 import (
+	"encoding/binary"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -10,7 +12,13 @@ import (
 // returns nil — read by path, as the first time — when there is no such
 // file (fd -1) or the file is no longer linked (then the path decides what
 // the JVM publishes).
-func readHeld(fd int, buf []byte) []byte {
+//
+// HotSpot maps a file of fixed size (PerfDataMemorySize) and fills it from
+// the start; the prologue's used field says how far, and nothing past it
+// is parsed. used is the last read's (0: none): the read asks for that
+// much, rounded up to a page, and reads on only when the file says more
+// is used now. An idle executor's file is a third used.
+func readHeld(fd int, buf []byte, used int) []byte {
 	if fd < 0 {
 		return nil
 	}
@@ -18,28 +26,67 @@ func readHeld(fd int, buf []byte) []byte {
 	if err := unix.Fstat(fd, &st); err != nil || st.Nlink == 0 || st.Size > MaxHsperfBytes {
 		return nil
 	}
-	hint := int(st.Size) + 1
-	if cap(buf) < hint {
-		buf = make([]byte, 0, hint)
+	size := int(st.Size)
+	want := -1 // the whole file
+	if used > 0 && used < size {
+		want = min(size, (used+heldPage)&^(heldPage-1))
 	}
-	buf = buf[:0]
-	for {
+	if cap(buf) < size+1 {
+		buf = make([]byte, 0, size+1)
+	}
+	buf, ok := preadTo(fd, buf[:0], want)
+	if !ok {
+		return nil
+	}
+	if want > 0 && len(buf) == want && want < size {
+		if n := usedBytes(buf); n > len(buf) {
+			if buf, ok = preadTo(fd, buf, min(n, size)); !ok {
+				return nil
+			}
+		}
+	}
+	return buf
+}
+
+const heldPage = 4096
+
+// preadTo reads fd from len(buf) on until buf holds want bytes, or,
+// with want < 0, until the file ends (growing buf up to MaxHsperfBytes).
+func preadTo(fd int, buf []byte, want int) ([]byte, bool) {
+	for want < 0 || len(buf) < want {
 		if len(buf) == cap(buf) {
 			if len(buf) > MaxHsperfBytes {
-				return nil
+				return nil, false
 			}
 			buf = append(buf, 0)[:len(buf)]
 		}
-		n, err := unix.Pread(fd, buf[len(buf):cap(buf)], int64(len(buf)))
+		end := cap(buf)
+		if want >= 0 {
+			end = min(end, want)
+		}
+		n, err := unix.Pread(fd, buf[len(buf):end], int64(len(buf)))
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
-			return nil
+			return nil, false
 		}
 		if n == 0 {
-			return buf
+			break
 		}
 		buf = buf[:len(buf)+n]
 	}
+	return buf, true
+}
+
+// usedBytes is the prologue's used field (hsperf's layout: the byte order
+// at offset 4, used at 8), or 0 when buf holds no prologue.
+func usedBytes(buf []byte) int {
+	if len(buf) < 12 {
+		return 0
+	}
+	if buf[4] == 0 {
+		return int(binary.BigEndian.Uint32(buf[8:12]))
+	}
+	return int(binary.LittleEndian.Uint32(buf[8:12]))
 }

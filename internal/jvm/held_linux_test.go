@@ -43,17 +43,35 @@ func TestReadHeld(t *testing.T) {
 			c = cand
 		}
 	}
-	data := readHeld(tracker.ends.held(c.PID, proc.StartTime), nil)
+	held := tracker.ends.held(c.PID, proc.StartTime)
+	data := readHeld(held, nil, 0)
 	if data == nil {
 		t.Fatal("no read through the held file")
 	}
-	if _, err := hsperf.Parse(data); err != nil {
+	whole, err := hsperf.Parse(data)
+	if err != nil {
 		t.Fatalf("held read does not parse: %v", err)
+	}
+	// Read up to what the last read found used: the used bytes, never
+	// fewer, whatever the hint (the file says when more are used now).
+	for _, hint := range []int{int(whole.Used), 100, 1, len(data) + 4096} {
+		part := readHeld(held, nil, hint)
+		if part == nil || len(part) < int(whole.Used) || len(part) > len(data) {
+			t.Fatalf("hint %d: read %d bytes, %d used of %d", hint, len(part), whole.Used, len(data))
+		}
+		if _, err := hsperf.Parse(part); err != nil {
+			t.Errorf("hint %d: a read of %d bytes does not parse: %v", hint, len(part), err)
+		}
+	}
+	if int(whole.Used) < len(data)/2 {
+		if part := readHeld(held, nil, int(whole.Used)); len(part) >= len(data) {
+			t.Errorf("with the used bytes as a hint, read %d of %d bytes, %d used", len(part), len(data), whole.Used)
+		}
 	}
 	if err := os.Remove(filepath.Join("/proc", strconv.Itoa(j.PID), "root", "tmp", c.Dir, strconv.Itoa(c.NSPID))); err != nil {
 		t.Fatal(err)
 	}
-	if data := readHeld(tracker.ends.held(c.PID, proc.StartTime), nil); data != nil {
+	if data := readHeld(held, nil, 0); data != nil {
 		t.Error("read through a held file that is no longer linked")
 	}
 }

@@ -33,7 +33,8 @@ func newReader(procPath, sysfsPath string) *reader {
 // the reason to count, or an empty reason when the process simply exited
 // or is not a JVM we own. The cgroup is read apart (cgroup).
 func (r *reader) read(c Candidate, proc procmem.Process, id identityEntry, held int, table *procmem.ProcessTable, now time.Time) (JVM, gcMark, string, error) {
-	data := readHeld(held, r.buf)
+	prev, had := r.ticks[c.PID]
+	data := readHeld(held, r.buf, prev.used)
 	if data == nil {
 		var err error
 		if data, err = ReadHsperf(r.procPath, c, id.euid, r.buf); err != nil {
@@ -41,7 +42,6 @@ func (r *reader) read(c Candidate, proc procmem.Process, id identityEntry, held 
 		}
 	}
 	r.buf = data // reused by the next read; ParseStats copies what it keeps
-	prev, had := r.ticks[c.PID]
 	had = had && prev.start.Equal(proc.StartTime)
 	// The last read's strings (command line, flags, collector names) are
 	// reused when unchanged; Stats are never modified once read.
@@ -55,7 +55,7 @@ func (r *reader) read(c Candidate, proc procmem.Process, id identityEntry, held 
 	if err != nil {
 		return JVM{}, gcMark{}, parseFailure(err, proc.StartTime, now), err
 	}
-	mark := tickMark{start: proc.StartTime, ticks: ticks, at: now, stats: stats, plan: plan}
+	mark := tickMark{start: proc.StartTime, ticks: ticks, at: now, stats: stats, plan: plan, used: usedBytes(data)}
 	if had && ticks == prev.ticks {
 		mark.at = prev.at // since when it stands still
 	}
@@ -176,6 +176,7 @@ type tickMark struct {
 	at    time.Time    // when ticks took this value
 	stats hsperf.Stats // the last read's, whose strings the next read reuses
 	plan  *hsperf.Plan // where the last read found the counters, for the next
+	used  int          // how much of the file the last read found used (readHeld)
 }
 
 // frozenAfter is how long a timer may stand still before its file is taken
