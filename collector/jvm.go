@@ -194,7 +194,17 @@ func (c *jvmCollector) series(view jvm.View) *jvmSet {
 		}
 		e := c.byPID[j.PID]
 		if e == nil || e.of != of || of.start.IsZero() {
+			last := e
 			e = &jvmEntry{of: of, j: *j, pod: resolvePod(j, pods, c.pods, c.podLabels)}
+			if last != nil && last.of.start.Equal(of.start) {
+				for i := range e.prev {
+					if t := last.text[i].Load(); t != nil {
+						e.prev[i].Store(t)
+					} else {
+						e.prev[i].Store(last.prev[i].Load())
+					}
+				}
+			}
 		}
 		set.jvms = append(set.jvms, e)
 		byPID[j.PID] = e

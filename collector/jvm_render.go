@@ -1,7 +1,9 @@
 package collector
 
 import (
+	"bytes"
 	"hash/maphash"
+	"math"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -25,13 +27,31 @@ type jvmText struct {
 	// sums[f] is a hash of family f's lines, for the compressed parts
 	// kept of each family (familyParts).
 	sums []uint64
+	// identity and lines let the JVM's next reading copy the lines whose
+	// series and value are the same (textSink.prev).
+	identity             [4][]byte
+	lines                []renderedLine
+	infoNames, infoValue []string // executor_jvm_info's labels
+	copied               int      // how many of lines were copied from the last reading's
+}
+
+// renderedLine is one line of a jvmText, in the order the collector sent
+// it: what it was made of, and where it lies in buf.
+type renderedLine struct {
+	desc     *prometheus.Desc // nil for executor_jvm_info
+	extra    string
+	value    float64
+	family   int32
+	off, end uint32
 }
 
 func (t *jvmText) family(f int) []byte { return t.buf[t.off[f]:t.off[f+1]] }
 
 // text returns e's series in one format, rendered on the first call.
 // Two scrapes rendering the same entry at once render it twice and keep
-// one.
+// one. The lines of the JVM's last reading (e.prev) whose series and
+// value are unchanged are copied, not rendered: between two readings of
+// an idle executor, most of its values stand.
 func (c *jvmCollector) text(e *jvmEntry, openMetrics bool) *jvmText {
 	slot := &e.text[b2i(openMetrics)]
 	if t := slot.Load(); t != nil {
@@ -39,12 +59,15 @@ func (c *jvmCollector) text(e *jvmEntry, openMetrics bool) *jvmText {
 	}
 	sink := c.sinks.get()
 	sink.lines, sink.spans, sink.openMetrics = sink.lines[:0], sink.spans[:0], openMetrics
+	sink.prev, sink.copied = e.prev[b2i(openMetrics)].Load(), 0
 	c.emit(sink, e)
 	t := sink.done()
+	sink.prev = nil
 	c.sinks.put(sink)
 	if !slot.CompareAndSwap(nil, t) {
 		return slot.Load()
 	}
+	e.prev[b2i(openMetrics)].Store(nil) // rendered: the last reading's text may go
 	return t
 }
 
@@ -63,11 +86,18 @@ type textSink struct {
 	order    []int    // scratch for info's labels
 	at       []uint32 // scratch for done
 	seed     maphash.Seed
+	// prev is the text of the JVM's last reading in this format, or nil;
+	// its k-th line is the one to compare with the k-th sent now.
+	prev   *jvmText
+	copied int
+	// infoNames and infoValue are executor_jvm_info's labels, sent
+	// (info) by the time the JVM's lines are done.
+	infoNames, infoValue []string
 }
 
 type lineSpan struct {
-	family     int
 	start, end uint32
+	made       renderedLine // off and end unset
 }
 
 func (s *textSink) startJVM(id jvm.Identity, pid string) {
@@ -76,7 +106,31 @@ func (s *textSink) startJVM(id jvm.Identity, pid string) {
 		{"pid", pid}, {"role", labelValue(id.Role)},
 	} {
 		s.identity[i] = appendLabel(s.identity[i][:0], l[0], l[1])
+		if s.prev != nil && !bytes.Equal(s.identity[i], s.prev.identity[i]) {
+			s.prev = nil
+		}
 	}
+}
+
+// copyLine copies the next line from prev when it was made of the same,
+// and says whether it did.
+func (s *textSink) copyLine(made renderedLine) bool {
+	k := len(s.spans)
+	if s.prev == nil || k >= len(s.prev.lines) {
+		return false
+	}
+	p := &s.prev.lines[k]
+	if p.desc != made.desc || p.extra != made.extra || math.Float64bits(p.value) != math.Float64bits(made.value) {
+		return false
+	}
+	if made.desc == nil && (!slices.Equal(s.prev.infoNames, s.infoNames) || !slices.Equal(s.prev.infoValue, s.infoValue)) {
+		return false
+	}
+	start := len(s.lines)
+	s.lines = append(s.lines, s.prev.buf[p.off:p.end]...)
+	s.spans = append(s.spans, lineSpan{start: uint32(start), end: uint32(len(s.lines)), made: made})
+	s.copied++
+	return true
 }
 
 func appendLabel(b []byte, name, value string) []byte {
@@ -94,6 +148,13 @@ func (s *textSink) add(d *prometheus.Desc, vt prometheus.ValueType, v float64, e
 	if (vt == prometheus.CounterValue) != (s.descs.families[meta.family].typ == dto.MetricType_COUNTER) {
 		panic("collector: " + s.descs.families[meta.family].name + " sent with the wrong type")
 	}
+	made := renderedLine{desc: d, value: v, family: int32(meta.family)}
+	if meta.extra != "" {
+		made.extra = extra[0]
+	}
+	if s.copyLine(made) {
+		return
+	}
 	start := len(s.lines)
 	s.lines = append(s.lines, s.descs.families[meta.family].name...)
 	s.lines = append(s.lines, '{')
@@ -110,14 +171,14 @@ func (s *textSink) add(d *prometheus.Desc, vt prometheus.ValueType, v float64, e
 		s.lines = append(s.lines, ',')
 	}
 	s.lines[len(s.lines)-1] = '}'
-	s.value(start, meta.family, v)
+	s.value(start, made)
 }
 
-func (s *textSink) value(start, family int, v float64) {
+func (s *textSink) value(start int, made renderedLine) {
 	s.lines = append(s.lines, ' ')
-	s.lines = appendFloat(s.lines, v, s.openMetrics)
+	s.lines = appendFloat(s.lines, made.value, s.openMetrics)
 	s.lines = append(s.lines, '\n')
-	s.spans = append(s.spans, lineSpan{family: family, start: uint32(start), end: uint32(len(s.lines))})
+	s.spans = append(s.spans, lineSpan{start: uint32(start), end: uint32(len(s.lines)), made: made})
 }
 
 // info renders executor_jvm_info with its labels in name order. Labels
@@ -135,6 +196,11 @@ func (s *textSink) info(_ *prometheus.Desc, names, values []string) {
 		}
 		s.order = append(s.order, i)
 	}
+	made := renderedLine{value: 1, family: int32(s.infoFamily)}
+	s.infoNames, s.infoValue = names, values
+	if s.copyLine(made) {
+		return
+	}
 	slices.SortFunc(s.order, func(a, b int) int { return strings.Compare(names[a], names[b]) })
 	start := len(s.lines)
 	s.lines = append(s.lines, s.descs.families[s.infoFamily].name...)
@@ -150,21 +216,33 @@ func (s *textSink) info(_ *prometheus.Desc, names, values []string) {
 		s.lines = appendLabel(s.lines, names[i], values[i])
 	}
 	s.lines = append(s.lines, '}')
-	s.value(start, s.infoFamily, 1)
+	s.value(start, made)
 }
 
 // done groups the lines by family, keeping their order within each.
 func (s *textSink) done() *jvmText {
-	t := &jvmText{buf: make([]byte, len(s.lines)), off: make([]uint32, len(s.descs.families)+1)}
+	t := &jvmText{buf: make([]byte, len(s.lines)), off: make([]uint32, len(s.descs.families)+1),
+		lines: make([]renderedLine, len(s.spans))}
+	for i := range s.identity {
+		t.identity[i] = slices.Clone(s.identity[i])
+	}
+	t.copied = s.copied
+	t.infoNames, t.infoValue = s.infoNames, s.infoValue
+	s.infoNames, s.infoValue = nil, nil
 	for _, sp := range s.spans {
-		t.off[sp.family+1] += sp.end - sp.start
+		t.off[int(sp.made.family)+1] += sp.end - sp.start
 	}
 	for f := range len(s.descs.families) {
 		t.off[f+1] += t.off[f]
 	}
 	s.at = append(s.at[:0], t.off[:len(s.descs.families)]...)
-	for _, sp := range s.spans {
-		s.at[sp.family] += uint32(copy(t.buf[s.at[sp.family]:], s.lines[sp.start:sp.end]))
+	for i, sp := range s.spans {
+		f := int(sp.made.family)
+		line := &t.lines[i]
+		*line = sp.made
+		line.off = s.at[f]
+		s.at[f] += uint32(copy(t.buf[s.at[f]:], s.lines[sp.start:sp.end]))
+		line.end = s.at[f]
 	}
 	t.sums = make([]uint64, len(s.descs.families))
 	for f := range t.sums {

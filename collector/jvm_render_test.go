@@ -2,6 +2,7 @@ package collector
 
 import (
 	"bytes"
+	"hash/maphash"
 	"slices"
 	"strings"
 	"testing"
@@ -82,6 +83,74 @@ func TestRenderedTextGroupsByFamily(t *testing.T) {
 		for _, line := range bytes.SplitAfter(text.family(f), []byte("\n")) {
 			if len(line) > 0 && !bytes.HasPrefix(line, []byte(fam.name+"{")) {
 				t.Errorf("family %s holds %q", fam.name, line)
+			}
+		}
+	}
+}
+
+// A JVM read again renders only what changed: the lines whose series and
+// value stand are copied from its last reading's text. Whatever changed —
+// a value, the series sent (a breakdown appears, a pool goes), the
+// identity, the pod's labels — the text is, byte for byte, what a
+// collector that never saw the last reading renders.
+func TestRenderCopiesTheLinesThatStand(t *testing.T) {
+	now := time.Now()
+	pods := func(team string) staticPods {
+		return staticPods{cloud.PodsSnapshot{Index: cloud.NewPodIndex([]cloud.Pod{{UID: layoutUID, Namespace: "data-eng", Name: "etl-exec-7",
+			Labels:     map[string]string{"team": team},
+			Containers: map[string]cloud.Container{layoutCID: {Name: "spark-kubernetes-executor", ID: "containerd://" + layoutCID}}}})}}
+	}
+	first := syntheticView(t, 6, now)
+	first.JVMs[5].CgroupPath = "/kubepods/burstable/pod" + layoutUID + "/" + layoutCID
+	later := syntheticView(t, 6, now)
+	later.Time = now.Add(30 * time.Second)
+	for i := range later.JVMs {
+		later.JVMs[i].Time = later.Time
+	}
+	later.JVMs[1].RSSJVM += 1 << 20
+	later.JVMs[2].Native = &jvm.NativeMemory{Checked: later.Time}
+	later.JVMs[2].Native.Last.Regions[nativemem.Region(1)] = 7 << 20
+	later.JVMs[3].Stats.Pools = later.JVMs[3].Stats.Pools[1:]
+	later.JVMs[4].ExecutorID = "44"
+	later.JVMs[5].CgroupPath = first.JVMs[5].CgroupPath
+
+	for _, om := range []bool{false, true} {
+		for _, team := range []string{"data", "platform"} {
+			c := NewJVMCollector(nil, log.NewNopLogger()).(*jvmCollector)
+			c.pods, c.podLabels = pods("data"), []string{"team"}
+			renderSet(t, c, c.series(first), om)
+			c.pods = pods(team)
+			set := c.series(later)
+			fresh := NewJVMCollector(nil, log.NewNopLogger()).(*jvmCollector)
+			fresh.pods, fresh.podLabels = pods(team), []string{"team"}
+			freshSet := fresh.series(later)
+			for i, e := range set.jvms {
+				got, want := c.text(e, om), fresh.text(freshSet.jvms[i], om)
+				if !bytes.Equal(got.buf, want.buf) || !slices.Equal(got.off, want.off) {
+					t.Errorf("openMetrics %v, team %s, JVM %d: text differs from a fresh render:\n%s\nfresh:\n%s", om, team, i, got.buf, want.buf)
+				}
+				for f := range got.sums {
+					if got.sums[f] != maphash.Bytes(c.sinks.get().seed, got.family(f)) {
+						t.Errorf("JVM %d: family %d's sum is not its lines'", i, f)
+					}
+				}
+				if want.copied != 0 {
+					t.Fatalf("a collector that never saw the JVM copied %d lines", want.copied)
+				}
+				lines := bytes.Count(got.buf, []byte("\n"))
+				switch {
+				case i == 0 && got.copied != lines:
+					t.Errorf("openMetrics %v: JVM 0, read again with nothing changed, copied %d of %d lines", om, got.copied, lines)
+				case i == 1 && (got.copied >= lines || got.copied < lines-2):
+					t.Errorf("openMetrics %v: JVM 1, its resident memory changed, copied %d of %d lines", om, got.copied, lines)
+				case i == 4 && got.copied != 0:
+					t.Errorf("openMetrics %v: JVM 4, another identity, copied %d lines", om, got.copied)
+				case (i == 2 || i == 3) && (got.copied == 0 || got.copied >= lines):
+					t.Errorf("openMetrics %v: JVM %d, series added or gone, copied %d of %d lines", om, i, got.copied, lines)
+				}
+			}
+			if e := set.jvms[0]; e.prev[b2i(om)].Load() != nil {
+				t.Error("an entry keeps its last reading's text once its own is rendered")
 			}
 		}
 	}

@@ -162,6 +162,9 @@ type jvmEntry struct {
 	ended *jvm.Sample // the last sample, for one that ended
 	pod   podIdentity
 	text  [2]atomic.Pointer[jvmText] // text, OpenMetrics
+	// prev is the text of the same JVM's last reading, until this
+	// entry's is rendered (jvmCollector.text).
+	prev [2]atomic.Pointer[jvmText]
 }
 
 // jvmBuildKey is what a JVM's series depend on: the reading, its
