@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"runtime"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/go-kit/log"
@@ -38,6 +39,12 @@ func main() {
 				Default("40").Int()
 		disableExporterMetrics = kingpin.Flag("web.disable-exporter-metrics", "Exclude metrics about the exporter itself (promhttp_*, process_*, go_*).").
 					Bool()
+		// One CPU, as node_exporter: the exporter's work is a few short
+		// bursts a second at most, and with more Ps the runtime spends
+		// more waking, spinning and stealing than the work needs
+		// (docs/performance.md#decisions).
+		maxProcs = kingpin.Flag("runtime.gomaxprocs", "The target number of CPUs Go will run on (GOMAXPROCS).").
+				Envar("GOMAXPROCS").Default("1").Int()
 		toolkitFlags = kingpinflag.AddFlags(kingpin.CommandLine, defaultListenAddress)
 		logConfig    = addLogFlags(kingpin.CommandLine)
 	)
@@ -52,6 +59,8 @@ func main() {
 		os.Exit(1)
 	}
 	level.Info(logger).Log("msg", "Starting "+exporterName, "version", version.Info())
+	runtime.GOMAXPROCS(*maxProcs)
+	level.Debug(logger).Log("msg", "Go MAXPROCS", "procs", runtime.GOMAXPROCS(0))
 	level.Info(logger).Log("msg", "Build context", "build_context", version.BuildContext())
 
 	ec, err := collector.NewExecutorCollector(logger,
