@@ -289,6 +289,7 @@ func BenchmarkDeflateView(b *testing.B) {
 		make func() writer
 	}{
 		{"klauspost-1", func() writer { w, _ := kflate.NewWriter(nil, kflate.BestSpeed); return w }},
+		{"klauspost-stateless", func() writer { return &statelessWriter{} }},
 		{"stdlib-1", func() writer { w, _ := flate.NewWriter(nil, flate.BestSpeed); return w }},
 		{"stdlib-default", func() writer { w, _ := flate.NewWriter(nil, flate.DefaultCompression); return w }},
 	} {
@@ -350,3 +351,19 @@ func renderSet(t testing.TB, c *jvmCollector, set *jvmSet, openMetrics bool) str
 	_ = bw.Flush()
 	return buf.String()
 }
+
+// statelessWriter is what gzipparts' stateless compressor does with a
+// part, as a writer for BenchmarkDeflateView.
+type statelessWriter struct {
+	w       io.Writer
+	pending []byte
+}
+
+func (s *statelessWriter) Write(p []byte) (int, error) {
+	s.pending = append(s.pending, p...)
+	return len(p), nil
+}
+
+func (s *statelessWriter) Reset(w io.Writer) { s.w, s.pending = w, s.pending[:0] }
+
+func (s *statelessWriter) Flush() error { return kflate.StatelessDeflate(s.w, s.pending, false, nil) }

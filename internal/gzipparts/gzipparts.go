@@ -30,12 +30,20 @@ func (p Part) Size() int64 { return p.size }
 // CompressedSize is how many bytes it takes in a member.
 func (p Part) CompressedSize() int { return len(p.deflated) }
 
-// Compressor makes parts; it keeps its tables from part to part. It is
-// not safe for concurrent use.
+// Compressor makes parts. One made by NewCompressor keeps its tables
+// from part to part; a stateless one (NewStatelessCompressor) keeps none.
+// It is not safe for concurrent use.
 type Compressor struct {
-	fw  *flate.Writer
+	fw  *flate.Writer // nil: stateless
 	out bytes.Buffer
 }
+
+// NewStatelessCompressor compresses each part with klauspost/compress's
+// stateless deflate: a fast encoder whose tables live only for the call,
+// nothing kept between parts but the output buffer. A part is at most a
+// few percent larger than BestSpeed's, and a megabyte of encoder state
+// is not part of the heap between two parts.
+func NewStatelessCompressor() *Compressor { return &Compressor{} }
 
 // NewCompressor compresses at level (flate.BestSpeed to flate.BestCompression).
 func NewCompressor(level int) (*Compressor, error) {
@@ -52,10 +60,16 @@ func (c *Compressor) Compress(b []byte) Part {
 		return Part{}
 	}
 	c.out.Reset()
-	c.fw.Reset(&c.out) // a fresh window: the part refers to nothing before it
 	// Writes to a bytes.Buffer do not fail.
-	_, _ = c.fw.Write(b)
-	_ = c.fw.Flush() // ends on a byte boundary, no final block
+	if c.fw == nil {
+		// No dictionary: the part refers to nothing before it; not the
+		// end of the stream: it ends on a byte boundary, no final block.
+		_ = flate.StatelessDeflate(&c.out, b, false, nil)
+	} else {
+		c.fw.Reset(&c.out) // a fresh window: the part refers to nothing before it
+		_, _ = c.fw.Write(b)
+		_ = c.fw.Flush() // ends on a byte boundary, no final block
+	}
 	return Part{deflated: bytes.Clone(c.out.Bytes()), crc: crc32.ChecksumIEEE(b), size: int64(len(b))}
 }
 

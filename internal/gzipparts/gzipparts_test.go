@@ -67,10 +67,16 @@ func member(t *testing.T, parts ...Part) []byte {
 // members, to their bytes one after the other; a member of no parts is
 // an empty file.
 func TestMembersOfParts(t *testing.T) {
-	c, err := NewCompressor(flate.BestSpeed)
+	level1, err := NewCompressor(flate.BestSpeed)
 	if err != nil {
 		t.Fatal(err)
 	}
+	for name, c := range map[string]*Compressor{"BestSpeed": level1, "stateless": NewStatelessCompressor()} {
+		t.Run(name, func(t *testing.T) { testMembersOfParts(t, c) })
+	}
+}
+
+func testMembersOfParts(t *testing.T, c *Compressor) {
 	texts := []string{
 		strings.Repeat(`executor_jvm_memory_used_bytes{app_id="app-1",area="heap",executor_id="1",pid="10",role="executor"} 1.6e+07`+"\n", 300),
 		"",
@@ -132,8 +138,13 @@ func (failingWriter) Write([]byte) (int, error) { return 0, io.ErrClosedPipe }
 func FuzzMembersOfParts(f *testing.F) {
 	f.Add([]byte("executor_jvm_info{pid=\"1\"} 1\n"), uint8(3))
 	f.Add([]byte{}, uint8(0))
-	c, _ := NewCompressor(flate.BestSpeed)
+	level1, _ := NewCompressor(flate.BestSpeed)
+	stateless := NewStatelessCompressor()
 	f.Fuzz(func(t *testing.T, data []byte, cuts uint8) {
+		c := level1
+		if cuts%2 == 1 {
+			c = stateless
+		}
 		var parts []Part
 		rest := data
 		for i := 0; len(rest) > 0; i++ {
