@@ -138,10 +138,10 @@ func (ec *ExecutorCollector) TextHandler(g prometheus.Gatherer, fallback http.Ha
 // compressor, the scratch buffers, and the per-JVM families' compressed
 // parts (familyParts). It compresses with klauspost/compress (in the
 // binary already, for promhttp's zstd) stateless: each part with tables
-// that live for the call, about as fast as BestSpeed and a few percent
-// larger, where a kept BestSpeed encoder is a megabyte of heap between
-// scrapes and the standard library's takes twice as long; the default
-// level takes eight times as long for a tenth less (BenchmarkDeflateView).
+// that live for the call, a part a few percent larger than BestSpeed's
+// in about twice its time, where a kept BestSpeed encoder is a megabyte
+// of heap between scrapes, which the garbage collector's target doubles
+// in resident memory (BenchmarkDeflateView).
 type textWriters struct {
 	compressors *keeper[*gzipparts.Compressor]
 	scratch     *keeper[[]byte] // appendText's

@@ -39,6 +39,21 @@ func startSleep(t *testing.T) *exec.Cmd {
 	}
 }
 
+// newProcfsWatch is a watch of this machine's /proc, which keeps stat
+// files, closed when the test ends.
+func newProcfsWatch(t *testing.T) *ProcessWatch {
+	t.Helper()
+	w, err := NewProcessWatch("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Close() })
+	if w.maxStatFDs == 0 {
+		t.Fatal("/proc is not procfs here")
+	}
+	return w
+}
+
 // TestWatchKeepsStatOpenForWhatIsAskedEveryScan: a process asked about in
 // two scans in a row keeps its stat file open, reads the same through it,
 // loses it when a scan passes without it, and once it exits reads as gone
@@ -46,14 +61,7 @@ func startSleep(t *testing.T) *exec.Cmd {
 func TestWatchKeepsStatOpenForWhatIsAskedEveryScan(t *testing.T) {
 	cmd := startSleep(t)
 	pid := cmd.Process.Pid
-	w, err := NewProcessWatch("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	if w.maxStatFDs == 0 {
-		t.Fatal("/proc is not procfs here")
-	}
+	w := newProcfsWatch(t)
 	now := time.Now().Add(YoungFor) // nothing young: only what is asked is read
 	scan := func(ask bool) (Process, bool) {
 		t.Helper()
@@ -121,14 +129,7 @@ func TestWatchKeepsStatOpenForWhatIsAskedEveryScan(t *testing.T) {
 // it goes unasked for longer.
 func TestWatchKeepsStatOpenBetweenReadingsApart(t *testing.T) {
 	pid := startSleep(t).Process.Pid
-	w, err := NewProcessWatch("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	if w.maxStatFDs == 0 {
-		t.Fatal("/proc is not procfs here")
-	}
+	w := newProcfsWatch(t)
 	w.KeepAskedFor = 35 * time.Second
 	now := time.Now().Add(YoungFor)
 	scanEvery5s := func(ask bool) {
