@@ -138,6 +138,32 @@ func Parse(b []byte) (*Snapshot, error) {
 	return s, nil
 }
 
+// byteOrder is the order a prologue's byte-order field names, or nil.
+func byteOrder(field byte) binary.ByteOrder {
+	switch field {
+	case byteOrderBig:
+		return binary.BigEndian
+	case byteOrderLittle:
+		return binary.LittleEndian
+	}
+	return nil
+}
+
+// UsedBytes is how many bytes of the file the prologue at the start of b
+// says the JVM has filled (Snapshot.Used), without parsing the rest: a
+// reader that holds the file open reads that much of it. It is 0 when b
+// does not start with a prologue.
+func UsedBytes(b []byte) int {
+	if len(b) < prologueSize || binary.BigEndian.Uint32(b[0:4]) != magic {
+		return 0
+	}
+	order := byteOrder(b[4])
+	if order == nil {
+		return 0
+	}
+	return int(order.Uint32(b[8:12]))
+}
+
 // prologue checks b's prologue and fills in s's header fields. It returns
 // the byte order, the offset of the first entry and how many there are.
 func prologue(b []byte, s *Snapshot) (binary.ByteOrder, int, uint32, error) {
@@ -155,13 +181,8 @@ func prologue(b []byte, s *Snapshot) (binary.ByteOrder, int, uint32, error) {
 	if m := binary.BigEndian.Uint32(b[0:4]); m != magic {
 		return nil, 0, 0, fmt.Errorf("%w: %#08x", ErrBadMagic, m)
 	}
-	var order binary.ByteOrder
-	switch b[4] {
-	case byteOrderBig:
-		order = binary.BigEndian
-	case byteOrderLittle:
-		order = binary.LittleEndian
-	default:
+	order := byteOrder(b[4])
+	if order == nil {
 		return nil, 0, 0, fmt.Errorf("%w: byte order %d", ErrMalformed, b[4])
 	}
 	s.MajorVersion, s.MinorVersion, s.Accessible = b[5], b[6], b[7] != 0

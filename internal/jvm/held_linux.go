@@ -1,9 +1,9 @@
 package jvm
 
 import (
-	"encoding/binary"
-
 	"golang.org/x/sys/unix"
+
+	"github.com/executor-exporter/executor_exporter/internal/hsperf"
 )
 
 // readHeld reads a JVM's hsperfdata through the file held open since it
@@ -39,7 +39,7 @@ func readHeld(fd int, buf []byte, used int) []byte {
 		return nil
 	}
 	if want > 0 && len(buf) == want && want < size {
-		if n := usedBytes(buf); n > len(buf) {
+		if n := hsperf.UsedBytes(buf); n > len(buf) {
 			if buf, ok = preadTo(fd, buf, min(n, size)); !ok {
 				return nil
 			}
@@ -77,16 +77,4 @@ func preadTo(fd int, buf []byte, want int) ([]byte, bool) {
 		buf = buf[:len(buf)+n]
 	}
 	return buf, true
-}
-
-// usedBytes is the prologue's used field (hsperf's layout: the byte order
-// at offset 4, used at 8), or 0 when buf holds no prologue.
-func usedBytes(buf []byte) int {
-	if len(buf) < 12 {
-		return 0
-	}
-	if buf[4] == 0 {
-		return int(binary.BigEndian.Uint32(buf[8:12]))
-	}
-	return int(binary.LittleEndian.Uint32(buf[8:12]))
 }

@@ -55,7 +55,7 @@ func (r *reader) read(c Candidate, proc procmem.Process, id identityEntry, held 
 	if err != nil {
 		return JVM{}, gcMark{}, parseFailure(err, proc.StartTime, now), err
 	}
-	mark := tickMark{start: proc.StartTime, ticks: ticks, at: now, stats: stats, plan: plan, used: usedBytes(data)}
+	mark := tickMark{start: proc.StartTime, ticks: ticks, at: now, stats: stats, plan: plan, used: hsperf.UsedBytes(data)}
 	if had && ticks == prev.ticks {
 		mark.at = prev.at // since when it stands still
 	}
