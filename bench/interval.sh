@@ -12,6 +12,8 @@
 #   back-to-back  100 scrapes in a row, CPU per scrape (scrape.py)
 #   1s            1 s scrapes for 60 s
 #   15s, 30s      scrapes every 15 s and 30 s, for WINDOW seconds each
+#   15s-churn     15 s scrapes for 120 s while two short-lived processes
+#                 start every half second (a node's probes and scripts)
 #   marginal      10 JVMs, each in a memory cgroup of its own (256 MiB, as
 #                 on Kubernetes), each sampled every second
 #                 (--jvm.sample-interval=1s), unscraped, for 60 s, then the
@@ -137,6 +139,10 @@ interval() { # phase interval seconds
   interval 1s 1 60
   interval 15s 15 "$window"
   interval 30s 30 "$window"
+  (for _ in $(seq 260); do /bin/true; sleep 0.5; done) & # ends by itself
+  churn=$!
+  interval 15s-churn 15 120
+  kill "$churn" 2>/dev/null || true
 
   # The marginal cost of a JVM sampled every second.
   for p in "${pids[@]:300}"; do kill "$p" 2>/dev/null || true; done

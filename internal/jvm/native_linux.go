@@ -101,8 +101,9 @@ func (r *nativeReader) get(pid int, start time.Time) *NativeMemory {
 }
 
 // update reads the breakdowns that are due among view's JVMs and forgets
-// JVMs gone for longer than retention.
-func (r *nativeReader) update(view View, now time.Time, retention time.Duration) {
+// JVMs gone for longer than retention. capped says that some due were
+// left for the next update (MaxReadsPerTick).
+func (r *nativeReader) update(view View, now time.Time, retention time.Duration) (capped bool) {
 	reads := 0
 	for i := range view.JVMs {
 		j := &view.JVMs[i]
@@ -120,6 +121,7 @@ func (r *nativeReader) update(view View, now time.Time, retention time.Duration)
 		switch r.due(s, j, now) {
 		case dueRead:
 			if reads >= r.cfg.MaxReadsPerTick {
+				capped = true
 				continue
 			}
 			reads++
@@ -135,6 +137,7 @@ func (r *nativeReader) update(view View, now time.Time, retention time.Duration)
 		}
 	}
 	r.mu.Unlock()
+	return capped
 }
 
 type dueness int
@@ -300,15 +303,23 @@ func (b *boundedReader) Read(p []byte) (int, error) {
 }
 
 // nativeLoop looks at each new view the background sampling makes: what
-// it decides from does not change between.
+// it decides from does not change between. Breakdowns left for later by
+// MaxReadsPerTick (the first ones of a node with many JVMs) are read a
+// discovery interval later from the same view, so that they do not wait
+// for the JVMs' next readings: a quiet node makes a view every 30 s.
 func (t *Tracker) nativeLoop() {
 	defer close(t.nativeDone)
+	var again <-chan time.Time
 	for {
 		select {
 		case <-t.stop:
 			return
 		case <-t.viewMade:
-			t.native.update(t.Last(), time.Now(), t.cfg.Retention)
+		case <-again:
+		}
+		again = nil
+		if t.native.update(t.Last(), time.Now(), t.cfg.Retention) {
+			again = time.After(t.cfg.Sampling.Discovery)
 		}
 	}
 }

@@ -256,3 +256,58 @@ func TestNativeCheck(t *testing.T) {
 		t.Errorf("a mapping grew: %d reads, %d checks; want 2, 2", reads, checks)
 	}
 }
+
+// More JVMs than MaxReadsPerTick are broken down in rounds, the loop
+// coming back to the same view a discovery interval later: the first
+// breakdowns of a node with many JVMs do not wait for new views, which a
+// quiet node makes every 30 s.
+func TestNativeLoopReadsWhatTheCapLeft(t *testing.T) {
+	dir := t.TempDir()
+	const jvms = 25
+	t0 := time.Now().Add(-10 * time.Minute)
+	view := View{}
+	for i := range jvms {
+		pid := 100 + i
+		if err := os.Mkdir(filepath.Join(dir, strconv.Itoa(pid)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, strconv.Itoa(pid), "smaps"), []byte("7f0000000000-7f0010000000 rw-p 00000000 00:00 0 \nRss: 1000 kB\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		j := policyJVM(t0)
+		j.PID, j.ProcessStart = pid, t0
+		view.JVMs = append(view.JVMs, j)
+	}
+	cfg := DefaultNativeConfig
+	r := newNativeReader(cfg, dir, func(_ int, err error) { t.Errorf("read failed: %v", err) })
+	if !r.update(View{JVMs: view.JVMs[:cfg.MaxReadsPerTick+1]}, time.Now(), time.Hour) {
+		t.Error("a JVM left for later, and update did not say so")
+	}
+	if r.update(View{JVMs: view.JVMs[:cfg.MaxReadsPerTick+1]}, time.Now(), time.Hour) {
+		t.Error("nothing left for later, and update said there was")
+	}
+
+	tr := &Tracker{
+		cfg:        Config{Sampling: SamplingConfig{Discovery: 10 * time.Millisecond}, Retention: time.Hour},
+		native:     newNativeReader(cfg, dir, func(_ int, err error) { t.Errorf("read failed: %v", err) }),
+		last:       view,
+		stop:       make(chan struct{}),
+		viewMade:   make(chan struct{}, 1),
+		nativeDone: make(chan struct{}),
+	}
+	go tr.nativeLoop()
+	defer func() { close(tr.stop); <-tr.nativeDone }()
+	tr.viewMade <- struct{}{} // one view, and only one
+	deadline := time.Now().Add(10 * time.Second)
+	for tr.native.reads.Load() < jvms {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d JVMs broken down from one view", tr.native.reads.Load(), jvms)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for _, j := range view.JVMs {
+		if tr.native.get(j.PID, j.ProcessStart) == nil {
+			t.Errorf("JVM %d: no breakdown", j.PID)
+		}
+	}
+}

@@ -63,6 +63,47 @@ func (t *Tracker) idle(tableChanged bool, now time.Time) bool {
 	return !t.ends.anyEnded()
 }
 
+// settled says that a scan of a changed process table would still read
+// nothing: the processes that came and went are none of the JVMs (every
+// candidate, and every java process without a file, is a JVM of the last
+// view, the same processes, and the view has no other), and it is idle
+// otherwise. On a node where probes and scripts start a process every few
+// seconds, a scan then costs its listing and discovery, not a new view.
+// What the scan would have forgotten of the processes gone, the next scan
+// that reads forgets.
+func (t *Tracker) settled(table *procmem.ProcessTable, candidates []Candidate, now time.Time) bool {
+	if t.view.Dropped > 0 || !t.idle(false, now) {
+		return false
+	}
+	inView := make(map[int]*JVM, len(t.view.JVMs))
+	for i := range t.view.JVMs {
+		j := &t.view.JVMs[i]
+		if p, ok := table.Seen(j.PID); !ok || !p.StartTime.Equal(j.ProcessStart) {
+			return false
+		}
+		inView[j.PID] = j
+	}
+	withFile := make(map[int]bool, len(candidates))
+	for _, c := range candidates {
+		if j := inView[c.PID]; j == nil || j.Counters != CountersHsperf {
+			return false
+		}
+		withFile[c.PID] = true
+	}
+	bare := 0
+	for _, pid := range table.PIDs() {
+		p, ok := table.Seen(pid)
+		if !ok || p.Comm != javaComm || p.KernelThread || withFile[pid] {
+			continue
+		}
+		if j := inView[pid]; j == nil || j.Counters == CountersHsperf {
+			return false
+		}
+		bare++
+	}
+	return len(withFile)+bare == len(t.view.JVMs)
+}
+
 // keepView is an idle scan's result: the last view, and the heartbeat
 // the OnExits hook gets from every scan.
 func (t *Tracker) keepView(now time.Time) View {

@@ -40,6 +40,9 @@ func (t *Tracker) scan(all bool) (view View, made bool, err error) {
 	if err != nil {
 		return View{}, false, err
 	}
+	if !all && t.settled(table, candidates, now) {
+		return t.keepView(now), false, nil
+	}
 
 	// JVMs already tracked keep their place when the cap bites, so series
 	// do not flap between JVMs from one scrape to the next.

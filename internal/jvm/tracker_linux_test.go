@@ -3,6 +3,7 @@ package jvm
 import (
 	"bytes"
 	"fmt"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -321,6 +322,68 @@ func TestIdleScanKeepsTheView(t *testing.T) {
 	if tr.idle(false, time.Now()) {
 		t.Error("idle though a JVM ended")
 	}
+}
+
+// A scan of a changed process table keeps the view when the processes
+// that came and went are none of the JVMs (a probe, a script), and makes
+// a new one, with the JVM read, when one of them is a JVM.
+func TestScanKeepsTheViewWhenOnlyOtherProcessesChange(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real JVMs")
+	}
+	j := testjvm.Start(t, testjvm.Options{JVMArgs: []string{"-Xmx32m"}, Args: []string{"--executor-id", "8", "--app-id", "app-settled", "--exit-after-s", "300"}})
+	tr := newHourlyTracker(t)
+	scan := func() (View, bool) {
+		t.Helper()
+		v, made, err := tr.scan(false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if made {
+			tr.view = v // as sampleInBackground keeps it
+		}
+		return v, made
+	}
+	if v, _ := scan(); !hasJVM(v, j.PID) {
+		t.Fatalf("the first scan did not read JVM %d", j.PID)
+	}
+	// Other tests start JVMs of their own, which rightly make a new view:
+	// a few tries, each with a process of its own that starts and ends.
+	kept := false
+	for try := 0; try < 5 && !kept; try++ {
+		if err := exec.Command("true").Run(); err != nil {
+			t.Fatal(err)
+		}
+		sleeper := exec.Command("sleep", "30")
+		if err := sleeper.Start(); err != nil {
+			t.Fatal(err)
+		}
+		reads := tr.Reads()
+		v, made := scan()
+		_ = sleeper.Process.Kill()
+		_ = sleeper.Wait()
+		kept = !made && tr.Reads() == reads && hasJVM(v, j.PID)
+	}
+	if !kept {
+		t.Fatal("a process that is no JVM started and another ended: every scan made a new view")
+	}
+	other := testjvm.Start(t, testjvm.Options{JVMArgs: []string{"-Xmx32m"}, Args: []string{"--executor-id", "9", "--app-id", "app-settled", "--exit-after-s", "300"}})
+	deadline := time.Now().Add(time.Minute)
+	for {
+		v, made := scan()
+		if made && hasJVM(v, other.PID) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("JVM %d started after the view was kept, never read (last view made %v)", other.PID, made)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func hasJVM(v View, pid int) bool {
+	_, ok := findJVM(v, pid)
+	return ok
 }
 
 // A JVM found gone leaves the view in that scan, though its reading was
