@@ -29,7 +29,7 @@ func readHeld(fd int, buf []byte, used int) []byte {
 	size := int(st.Size)
 	want := -1 // the whole file
 	if used > 0 && used < size {
-		want = min(size, (used+heldPage)&^(heldPage-1))
+		want = min(size, (used+heldPage-1)&^(heldPage-1))
 	}
 	if cap(buf) < size+1 {
 		buf = make([]byte, 0, size+1)

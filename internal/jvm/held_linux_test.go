@@ -63,9 +63,9 @@ func TestReadHeld(t *testing.T) {
 			t.Errorf("hint %d: a read of %d bytes does not parse: %v", hint, len(part), err)
 		}
 	}
-	// With the used bytes as the hint, the read stops at the page after
-	// them: an idle JVM's file is a third used.
-	if part, want := readHeld(held, nil, int(whole.Used)), min(len(data), (int(whole.Used)+4096)&^4095); len(part) != want {
+	// With the used bytes as the hint, the read stops at the end of the
+	// page they end in: an idle JVM's file is a third used.
+	if part, want := readHeld(held, nil, int(whole.Used)), min(len(data), (int(whole.Used)+4095)&^4095); len(part) != want {
 		t.Errorf("with the used bytes (%d of %d) as the hint, read %d bytes, want %d", whole.Used, len(data), len(part), want)
 	}
 	if err := os.Remove(filepath.Join("/proc", strconv.Itoa(j.PID), "root", "tmp", c.Dir, strconv.Itoa(c.NSPID))); err != nil {
