@@ -139,9 +139,9 @@ func (ec *ExecutorCollector) TextHandler(g prometheus.Gatherer, fallback http.Ha
 // parts (familyParts). It compresses with klauspost/compress (in the
 // binary already, for promhttp's zstd) stateless: each part with tables
 // that live for the call, a part a few percent larger than BestSpeed's
-// in about twice its time, where a kept BestSpeed encoder is a megabyte
-// of heap between scrapes, which the garbage collector's target doubles
-// in resident memory (BenchmarkDeflateView).
+// in up to two and a half times its time, where a kept BestSpeed encoder
+// is a megabyte of heap between scrapes, which the garbage collector's
+// target doubles in resident memory (BenchmarkDeflateView).
 type textWriters struct {
 	compressors *keeper[*gzipparts.Compressor]
 	scratch     *keeper[[]byte] // appendText's
