@@ -57,13 +57,13 @@ func (p *familyParts) get(key familyPartKey, sum familyPartSum, compress func() 
 }
 
 // familySum is the sum of every JVM's lines of family f. Each JVM's is a
-// 64-bit seeded hash of its lines (jvmText.sums); they are folded in
+// 64-bit seeded hash of its lines (familyText.sum); they are folded in
 // order by steps that each map a changed hash to a changed result, so
 // two different sets of lines share a sum with a chance of about 2^-64.
 func familySum(texts []*jvmText, f int) familyPartSum {
 	var h uint64
 	for _, t := range texts {
-		h = (h ^ t.sums[f]) * 0x9e3779b97f4a7c15
+		h = (h ^ t.fams[f].sum) * 0x9e3779b97f4a7c15
 		h ^= h >> 29
 	}
 	return familyPartSum{jvms: len(texts), sum: h}

@@ -16,27 +16,35 @@ import (
 )
 
 // jvmText is one JVM's series in one exposition format, grouped by
-// family: family f's lines are buf[off[f]:off[f+1]], in the order the
-// collector sends them. A scrape writes each family's header, then every
-// JVM's lines of it, so a JVM costs a scrape a copy of bytes, not an
-// encoding. The lines are expfmt's bytes (appendText's):
-// TestTextHandlerServesWhatPromhttpServes holds them to promhttp's.
+// family: family f's lines are fams[f].bytes, in the order the collector
+// sends them. A scrape writes each family's header, then every JVM's
+// lines of it, so a JVM costs a scrape a copy of bytes, not an encoding.
+// The lines are expfmt's bytes (appendText's):
+// TestTextHandlerServesWhatPromhttpServes holds them to promhttp's. A
+// jvmText is never changed once made, nor are its families: a family
+// whose lines all stand from the JVM's last reading is that reading's,
+// shared.
 type jvmText struct {
-	buf []byte
-	off []uint32
-	// sums[f] is a hash of family f's lines, for the compressed parts
-	// kept of each family (familyParts).
-	sums []uint64
-	// identity and lines let the JVM's next reading copy the lines whose
-	// series and value are the same (textSink.prev).
+	fams []*familyText
+	// identity lets the JVM's next reading copy the lines whose series
+	// and value are the same (textSink.prev).
 	identity             [4][]byte
-	lines                []renderedLine
 	infoNames, infoValue []string // executor_jvm_info's labels
-	copied               int      // how many of lines were copied from the last reading's
+	copied               int      // how many lines were copied from the last reading's
+	shared               int      // how many families were the last reading's
 }
 
-// renderedLine is one line of a jvmText, in the order the collector sent
-// it: what it was made of, and where it lies in buf.
+// familyText is one family's lines of a JVM, what each was made of, in
+// order, and a hash of the bytes, for the compressed parts kept of each
+// family (familyParts).
+type familyText struct {
+	bytes []byte
+	lines []renderedLine
+	sum   uint64
+}
+
+// renderedLine is one line of a family: what it was made of, and where it
+// lies in the family's bytes.
 type renderedLine struct {
 	desc     *prometheus.Desc // nil for executor_jvm_info
 	extra    string
@@ -45,7 +53,7 @@ type renderedLine struct {
 	off, end uint32
 }
 
-func (t *jvmText) family(f int) []byte { return t.buf[t.off[f]:t.off[f+1]] }
+func (t *jvmText) family(f int) []byte { return t.fams[f].bytes }
 
 // text returns e's series in one format, rendered on the first call.
 // Two scrapes rendering the same entry at once render it twice and keep
@@ -58,8 +66,7 @@ func (c *jvmCollector) text(e *jvmEntry, openMetrics bool) *jvmText {
 		return t
 	}
 	sink := c.sinks.get()
-	sink.lines, sink.spans, sink.openMetrics = sink.lines[:0], sink.spans[:0], openMetrics
-	sink.prev, sink.copied = e.prev[b2i(openMetrics)].Load(), 0
+	sink.start(e.prev[b2i(openMetrics)].Load(), openMetrics)
 	c.emit(sink, e)
 	t := sink.done()
 	sink.prev = nil
@@ -87,17 +94,33 @@ type textSink struct {
 	at       []uint32 // scratch for done
 	seed     maphash.Seed
 	// prev is the text of the JVM's last reading in this format, or nil;
-	// its k-th line is the one to compare with the k-th sent now.
+	// its k-th line of a family is the one to compare with the k-th of
+	// that family sent now.
 	prev   *jvmText
 	copied int
+	// sent[f] and kept[f] count family f's lines sent and copied so far.
+	sent, kept []int
+	empty      *familyText
 	// infoNames and infoValue are executor_jvm_info's labels, sent
 	// (info) by the time the JVM's lines are done.
 	infoNames, infoValue []string
 }
 
+// lineSpan is a line sent: its bytes are lines[start:end], or, copied,
+// the last reading's family's [start:end].
 type lineSpan struct {
 	start, end uint32
+	copied     bool
 	made       renderedLine // off and end unset
+}
+
+func (s *textSink) start(prev *jvmText, openMetrics bool) {
+	s.lines, s.spans, s.openMetrics = s.lines[:0], s.spans[:0], openMetrics
+	s.prev, s.copied = prev, 0
+	n := len(s.descs.families)
+	s.sent, s.kept = slices.Grow(s.sent[:0], n)[:n], slices.Grow(s.kept[:0], n)[:n]
+	clear(s.sent)
+	clear(s.kept)
 }
 
 func (s *textSink) startJVM(id jvm.Identity, pid string) {
@@ -112,23 +135,24 @@ func (s *textSink) startJVM(id jvm.Identity, pid string) {
 	}
 }
 
-// copyLine copies the next line from prev when it was made of the same,
-// and says whether it did.
+// copyLine takes the next line of made's family from prev when it was
+// made of the same, and says whether it did. The identity labels are the
+// same (startJVM), so the bytes are.
 func (s *textSink) copyLine(made renderedLine) bool {
-	k := len(s.spans)
-	if s.prev == nil || k >= len(s.prev.lines) {
+	f := made.family
+	if s.prev == nil || s.sent[f] >= len(s.prev.fams[f].lines) {
 		return false
 	}
-	p := &s.prev.lines[k]
+	p := &s.prev.fams[f].lines[s.sent[f]]
 	if p.desc != made.desc || p.extra != made.extra || math.Float64bits(p.value) != math.Float64bits(made.value) {
 		return false
 	}
 	if made.desc == nil && (!slices.Equal(s.prev.infoNames, s.infoNames) || !slices.Equal(s.prev.infoValue, s.infoValue)) {
 		return false
 	}
-	start := len(s.lines)
-	s.lines = append(s.lines, s.prev.buf[p.off:p.end]...)
-	s.spans = append(s.spans, lineSpan{start: uint32(start), end: uint32(len(s.lines)), made: made})
+	s.spans = append(s.spans, lineSpan{start: p.off, end: p.end, copied: true, made: made})
+	s.sent[f]++
+	s.kept[f]++
 	s.copied++
 	return true
 }
@@ -179,6 +203,7 @@ func (s *textSink) value(start int, made renderedLine) {
 	s.lines = appendFloat(s.lines, made.value, s.openMetrics)
 	s.lines = append(s.lines, '\n')
 	s.spans = append(s.spans, lineSpan{start: uint32(start), end: uint32(len(s.lines)), made: made})
+	s.sent[made.family]++
 }
 
 // info renders executor_jvm_info with its labels in name order. Labels
@@ -219,34 +244,97 @@ func (s *textSink) info(_ *prometheus.Desc, names, values []string) {
 	s.value(start, made)
 }
 
-// done groups the lines by family, keeping their order within each.
+// done groups the lines by family, keeping their order within each. A
+// family whose every line was copied, as many as the last reading had, is
+// the last reading's: an idle JVM read again costs the families that
+// moved (its container's usage, say), not all of its lines.
 func (s *textSink) done() *jvmText {
-	t := &jvmText{buf: make([]byte, len(s.lines)), off: make([]uint32, len(s.descs.families)+1),
-		lines: make([]renderedLine, len(s.spans))}
-	for i := range s.identity {
-		t.identity[i] = slices.Clone(s.identity[i])
+	n := len(s.descs.families)
+	t := &jvmText{fams: make([]*familyText, n), copied: s.copied}
+	if s.prev != nil {
+		t.identity = s.prev.identity // the same (startJVM), and never changed
+	} else {
+		for i := range s.identity {
+			t.identity[i] = slices.Clone(s.identity[i])
+		}
 	}
-	t.copied = s.copied
 	t.infoNames, t.infoValue = s.infoNames, s.infoValue
 	s.infoNames, s.infoValue = nil, nil
+	// The families made anew share one buffer, one slice of lines and one
+	// of families: size each, then fill them in the order the lines came.
+	var size, count uint32
+	made := 0
+	at := slices.Grow(s.at[:0], n)[:n]
+	clear(at)
 	for _, sp := range s.spans {
-		t.off[int(sp.made.family)+1] += sp.end - sp.start
+		if f := sp.made.family; !s.shares(int(f)) {
+			at[f] += sp.end - sp.start
+			size += sp.end - sp.start
+			count++
+		}
 	}
-	for f := range len(s.descs.families) {
-		t.off[f+1] += t.off[f]
+	for f := range n {
+		switch {
+		case s.shares(f):
+			t.fams[f] = s.prev.fams[f]
+			t.shared++
+		case s.sent[f] == 0:
+			t.fams[f] = s.emptyFamily()
+		default:
+			made++
+		}
 	}
-	s.at = append(s.at[:0], t.off[:len(s.descs.families)]...)
-	for i, sp := range s.spans {
-		f := int(sp.made.family)
-		line := &t.lines[i]
-		*line = sp.made
-		line.off = s.at[f]
-		s.at[f] += uint32(copy(t.buf[s.at[f]:], s.lines[sp.start:sp.end]))
-		line.end = s.at[f]
+	buf := make([]byte, 0, size)
+	lines := make([]renderedLine, 0, count)
+	fams := make([]familyText, made)
+	for f := range n {
+		if t.fams[f] != nil {
+			continue
+		}
+		fam := &fams[0]
+		fams = fams[1:]
+		end := len(buf) + int(at[f])
+		fam.bytes = buf[len(buf):len(buf):end]
+		buf = buf[:end]
+		fam.lines = lines[len(lines) : len(lines) : len(lines)+s.sent[f]]
+		lines = lines[:len(lines)+s.sent[f]]
+		t.fams[f] = fam
 	}
-	t.sums = make([]uint64, len(s.descs.families))
-	for f := range t.sums {
-		t.sums[f] = maphash.Bytes(s.seed, t.family(f))
+	for _, sp := range s.spans {
+		f := sp.made.family
+		if s.shares(int(f)) {
+			continue
+		}
+		src := s.lines
+		if sp.copied {
+			src = s.prev.fams[f].bytes
+		}
+		fam := t.fams[f]
+		line := sp.made
+		line.off = uint32(len(fam.bytes))
+		fam.bytes = append(fam.bytes, src[sp.start:sp.end]...)
+		line.end = uint32(len(fam.bytes))
+		fam.lines = append(fam.lines, line)
 	}
+	for f := range n {
+		if !s.shares(f) && s.sent[f] > 0 {
+			t.fams[f].sum = maphash.Bytes(s.seed, t.fams[f].bytes)
+		}
+	}
+	s.at = at
 	return t
+}
+
+// shares says whether family f is the last reading's: every line of it
+// copied, and no more nor fewer than it had.
+func (s *textSink) shares(f int) bool {
+	return s.prev != nil && s.kept[f] == s.sent[f] && s.sent[f] == len(s.prev.fams[f].lines)
+}
+
+// emptyFamily is the family a JVM sends no line of, shared by all.
+func (s *textSink) emptyFamily() *familyText {
+	if s.empty == nil {
+		s.empty = &familyText{sum: maphash.Bytes(s.seed, nil)}
+	}
+	return s.empty
 }

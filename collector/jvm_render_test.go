@@ -76,10 +76,13 @@ func TestRenderedTextGroupsByFamily(t *testing.T) {
 	c := NewJVMCollector(nil, log.NewNopLogger()).(*jvmCollector)
 	set := c.series(syntheticView(t, 1, time.Now()))
 	text := c.text(set.jvms[0], false)
-	if int(text.off[len(text.off)-1]) != len(text.buf) {
-		t.Fatalf("offsets end at %d, text is %d bytes", text.off[len(text.off)-1], len(text.buf))
+	if len(text.fams) != len(c.descs.families) {
+		t.Fatalf("%d families rendered, the collector has %d", len(text.fams), len(c.descs.families))
 	}
 	for f, fam := range c.descs.families {
+		if lines := bytes.Count(text.family(f), []byte("\n")); lines != len(text.fams[f].lines) {
+			t.Errorf("family %s: %d lines, %d described", fam.name, lines, len(text.fams[f].lines))
+		}
 		for _, line := range bytes.SplitAfter(text.family(f), []byte("\n")) {
 			if len(line) > 0 && !bytes.HasPrefix(line, []byte(fam.name+"{")) {
 				t.Errorf("family %s holds %q", fam.name, line)
@@ -100,9 +103,9 @@ func TestRenderCopiesTheLinesThatStand(t *testing.T) {
 			Labels:     map[string]string{"team": team},
 			Containers: map[string]cloud.Container{layoutCID: {Name: "spark-kubernetes-executor", ID: "containerd://" + layoutCID}}}})}}
 	}
-	first := syntheticView(t, 6, now)
+	first := syntheticView(t, 7, now)
 	first.JVMs[5].CgroupPath = "/kubepods/burstable/pod" + layoutUID + "/" + layoutCID
-	later := syntheticView(t, 6, now)
+	later := syntheticView(t, 7, now)
 	later.Time = now.Add(30 * time.Second)
 	for i := range later.JVMs {
 		later.JVMs[i].Time = later.Time
@@ -113,6 +116,7 @@ func TestRenderCopiesTheLinesThatStand(t *testing.T) {
 	later.JVMs[3].Stats.Pools = later.JVMs[3].Stats.Pools[1:]
 	later.JVMs[4].ExecutorID = "44"
 	later.JVMs[5].CgroupPath = first.JVMs[5].CgroupPath
+	later.JVMs[6].Stats.Pools = later.JVMs[6].Stats.Pools[:len(later.JVMs[6].Stats.Pools)-1]
 
 	for _, om := range []bool{false, true} {
 		for _, team := range []string{"data", "platform"} {
@@ -126,18 +130,34 @@ func TestRenderCopiesTheLinesThatStand(t *testing.T) {
 			freshSet := fresh.series(later)
 			for i, e := range set.jvms {
 				got, want := c.text(e, om), fresh.text(freshSet.jvms[i], om)
-				if !bytes.Equal(got.buf, want.buf) || !slices.Equal(got.off, want.off) {
-					t.Errorf("openMetrics %v, team %s, JVM %d: text differs from a fresh render:\n%s\nfresh:\n%s", om, team, i, got.buf, want.buf)
+				for f := range want.fams {
+					if !bytes.Equal(got.family(f), want.family(f)) {
+						t.Errorf("openMetrics %v, team %s, JVM %d, family %s differs from a fresh render:\n%s\nfresh:\n%s", om, team, i, c.descs.families[f].name, got.family(f), want.family(f))
+					}
 				}
-				for f := range got.sums {
-					if got.sums[f] != maphash.Bytes(c.sinks.get().seed, got.family(f)) {
+				for f := range got.fams {
+					if got.fams[f].sum != maphash.Bytes(c.sinks.get().seed, got.family(f)) {
 						t.Errorf("JVM %d: family %d's sum is not its lines'", i, f)
 					}
 				}
 				if want.copied != 0 {
 					t.Fatalf("a collector that never saw the JVM copied %d lines", want.copied)
 				}
-				lines := bytes.Count(got.buf, []byte("\n"))
+				lines := 0
+				for f := range got.fams {
+					lines += bytes.Count(got.family(f), []byte("\n"))
+				}
+				families := len(c.descs.families)
+				switch {
+				case i == 0 && got.shared != families:
+					t.Errorf("openMetrics %v: JVM 0, read again with nothing changed, shares %d of %d families", om, got.shared, families)
+				case i == 1 && (got.shared >= families || got.shared < families-2):
+					t.Errorf("openMetrics %v: JVM 1, its resident memory changed, shares %d of %d families", om, got.shared, families)
+				case i == 4 && got.shared != 0:
+					t.Errorf("openMetrics %v: JVM 4, another identity, shares %d families", om, got.shared)
+				case i == 6 && got.shared >= families:
+					t.Errorf("openMetrics %v: JVM 6, its last pool gone, shares every family", om)
+				}
 				switch {
 				case i == 0 && got.copied != lines:
 					t.Errorf("openMetrics %v: JVM 0, read again with nothing changed, copied %d of %d lines", om, got.copied, lines)
