@@ -260,17 +260,13 @@ func (s *textSink) done() *jvmText {
 	}
 	t.infoNames, t.infoValue = s.infoNames, s.infoValue
 	s.infoNames, s.infoValue = nil, nil
-	// The families made anew share one buffer, one slice of lines and one
-	// of families: size each, then fill them in the order the lines came.
-	var size, count uint32
-	made := 0
+	// Each family made anew has buffers of its own, so a family shared
+	// by later readings keeps alive its bytes and lines, nothing else.
 	at := slices.Grow(s.at[:0], n)[:n]
 	clear(at)
 	for _, sp := range s.spans {
 		if f := sp.made.family; !s.shares(int(f)) {
 			at[f] += sp.end - sp.start
-			size += sp.end - sp.start
-			count++
 		}
 	}
 	for f := range n {
@@ -281,24 +277,8 @@ func (s *textSink) done() *jvmText {
 		case s.sent[f] == 0:
 			t.fams[f] = s.emptyFamily()
 		default:
-			made++
+			t.fams[f] = &familyText{bytes: make([]byte, 0, at[f]), lines: make([]renderedLine, 0, s.sent[f])}
 		}
-	}
-	buf := make([]byte, 0, size)
-	lines := make([]renderedLine, 0, count)
-	fams := make([]familyText, made)
-	for f := range n {
-		if t.fams[f] != nil {
-			continue
-		}
-		fam := &fams[0]
-		fams = fams[1:]
-		end := len(buf) + int(at[f])
-		fam.bytes = buf[len(buf):len(buf):end]
-		buf = buf[:end]
-		fam.lines = lines[len(lines) : len(lines) : len(lines)+s.sent[f]]
-		lines = lines[:len(lines)+s.sent[f]]
-		t.fams[f] = fam
 	}
 	for _, sp := range s.spans {
 		f := sp.made.family
