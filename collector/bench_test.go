@@ -22,7 +22,7 @@ import (
 // BenchmarkHTTPScrape is what one Prometheus scrape costs the exporter with
 // 20 real JVMs on the machine: the jvm, exits and memory collectors, the Go and
 // process collectors, text encoding and gzip, through promhttp as the
-// binary serves it. "served" answers from a sample younger than
+// binary serves it (its own process collector, NewProcessCollector). "served" answers from a sample younger than
 // --jvm.max-sample-age (the default flags); "fresh" reads every JVM;
 // "served-registry" is "served" with the per-JVM series gathered through
 // the registry and encoded per scrape, as before ExecutorCollector's
@@ -53,7 +53,12 @@ func BenchmarkHTTPScrape(b *testing.B) {
 				"jvm": NewJVMCollector(tracker, log.NewNopLogger()), "memory": memory, "exits": exitsC,
 			})
 			reg := prometheus.NewRegistry()
-			reg.MustRegister(ec, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
+			pc, err := NewProcessCollector(Paths{ProcFS: "/proc"}, ProcessCollectorOpts{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer pc.Close()
+			reg.MustRegister(ec, pc, collectors.NewGoCollector())
 			opts := promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, EnableOpenMetrics: true}
 			var handler http.Handler
 			if bc.registry {

@@ -98,10 +98,7 @@ func newHandler(ec *collector.ExecutorCollector, logger log.Logger, maxRequests 
 	var instrumented prometheus.Registerer = prometheus.NewRegistry()
 	if exporterMetrics {
 		self := prometheus.NewRegistry()
-		self.MustRegister(
-			collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-			collectors.NewGoCollector(),
-		)
+		self.MustRegister(processCollector(logger), collectors.NewGoCollector())
 		gatherers = append(gatherers, self)
 		instrumented = self
 	}
@@ -122,6 +119,19 @@ func newHandler(ec *collector.ExecutorCollector, logger log.Logger, maxRequests 
 		handler = promhttp.InstrumentMetricHandler(instrumented, handler)
 	}
 	return handler
+}
+
+// processCollector is the exporter's own process_* collector: the
+// collector package's, which gives client_golang's families for a tenth
+// of its cost per scrape (docs/performance.md), or client_golang's where
+// that one cannot read its process.
+func processCollector(logger log.Logger) prometheus.Collector {
+	pc, err := collector.NewProcessCollector(collector.FlagPaths(), collector.ProcessCollectorOpts{})
+	if err != nil {
+		level.Warn(logger).Log("msg", "Reading the exporter's own process as client_golang does", "err", err)
+		return collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})
+	}
+	return pc
 }
 
 // stdLogger adapts go-kit's logger to promhttp's Println-style ErrorLog.

@@ -53,10 +53,8 @@ func x8nModP(n int64) uint32 {
 	return p
 }
 
-// combine is the CRC-32 of a then b, from crcA, crcB and len(b).
-func combine(crcA, crcB uint32, lenB int64) uint32 {
-	if lenB <= 0 {
-		return crcA
-	}
-	return multModP(x8nModP(lenB), crcA) ^ crcB
+// combine is the CRC-32 of a then b, from crcA, crcB and shiftB,
+// x8nModP(len(b)).
+func combine(crcA, crcB, shiftB uint32) uint32 {
+	return multModP(shiftB, crcA) ^ crcB
 }

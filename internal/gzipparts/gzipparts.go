@@ -22,6 +22,11 @@ type Part struct {
 	deflated []byte
 	crc      uint32 // of the bytes before compression
 	size     int64  // how many they were
+	// shift is x^(8·size) modulo the CRC polynomial, what appending the
+	// part multiplies a member's CRC by: computed once with the part,
+	// so writing a kept part costs one multiplication, not one per bit
+	// of its size.
+	shift uint32
 }
 
 // Size is how many bytes the part holds before compression.
@@ -71,7 +76,7 @@ func (c *Compressor) Compress(b []byte) Part {
 		_, _ = c.fw.Write(b)
 		_ = c.fw.Flush() // ends on a byte boundary, no final block
 	}
-	return Part{deflated: bytes.Clone(c.out.Bytes()), crc: crc32.ChecksumIEEE(b), size: int64(len(b))}
+	return Part{deflated: bytes.Clone(c.out.Bytes()), crc: crc32.ChecksumIEEE(b), size: int64(len(b)), shift: x8nModP(int64(len(b)))}
 }
 
 // header is a gzip member's header: deflate, no flags, no time, the
@@ -113,7 +118,7 @@ func (m *Member) WritePart(p Part) error {
 		return m.err
 	}
 	m.write(p.deflated)
-	m.crc = combine(m.crc, p.crc, p.size)
+	m.crc = combine(m.crc, p.crc, p.shift)
 	m.size += p.size
 	return m.err
 }
