@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"hash/maphash"
 	"sync"
 
 	"github.com/executor-exporter/executor_exporter/internal/gzipparts"
@@ -17,8 +18,12 @@ import (
 type familyParts struct {
 	mu    sync.Mutex
 	parts map[familyPartKey]keptPart
+	seed  maphash.Seed // bytesSum's
+	made  int          // parts compressed, for tests
 }
 
+// familyPartKey names a part: family is a per-JVM family's index, or -n
+// for the n-th run of the registries' families in an answer (gzipBody).
 type familyPartKey struct {
 	family              int
 	openMetrics, header bool
@@ -30,14 +35,21 @@ type keptPart struct {
 }
 
 // familyPartSum identifies a family's lines: how many JVMs, and a sum of
-// each one's lines, in order.
+// each one's lines, in order; or a run of bytes (bytesSum): its length
+// and their hash.
 type familyPartSum struct {
-	jvms int
-	sum  uint64
+	count int // JVMs, or bytes
+	sum   uint64
 }
 
 func newFamilyParts() *familyParts {
-	return &familyParts{parts: map[familyPartKey]keptPart{}}
+	return &familyParts{parts: map[familyPartKey]keptPart{}, seed: maphash.MakeSeed()}
+}
+
+// bytesSum identifies a run of bytes by its length and a 64-bit seeded
+// hash, as familySum does a family's lines.
+func bytesSum(seed maphash.Seed, b []byte) familyPartSum {
+	return familyPartSum{count: len(b), sum: maphash.Bytes(seed, b)}
 }
 
 // get returns the part kept for key if it was made from lines of this
@@ -51,6 +63,7 @@ func (p *familyParts) get(key familyPartKey, sum familyPartSum, compress func() 
 	}
 	part := compress()
 	p.mu.Lock()
+	p.made++
 	p.parts[key] = keptPart{sum: sum, part: part}
 	p.mu.Unlock()
 	return part
@@ -66,5 +79,5 @@ func familySum(texts []*jvmText, f int) familyPartSum {
 		h = (h ^ t.fams[f].sum) * 0x9e3779b97f4a7c15
 		h ^= h >> 29
 	}
-	return familyPartSum{jvms: len(texts), sum: h}
+	return familyPartSum{count: len(texts), sum: h}
 }

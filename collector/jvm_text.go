@@ -255,6 +255,7 @@ type gzipBody struct {
 	parts       *familyParts
 	families    []jvmFamily
 	openMetrics bool
+	runs        int // runs of the registries' families flushed so far
 }
 
 func (g *gzipBody) Write(b []byte) (int, error) {
@@ -265,8 +266,18 @@ func (g *gzipBody) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
+// flush writes the registries' families gathered since the last part.
+// Most runs of them between two per-JVM families stand from one scrape
+// to the next (the build and instance info, the sampler's gauges): a run
+// whose bytes are those of the same run in the last answer is that
+// answer's part, not compressed again.
 func (g *gzipBody) flush() error {
-	part := g.comp.Compress(g.chunk)
+	if len(g.chunk) == 0 {
+		return nil
+	}
+	g.runs++
+	key := familyPartKey{family: -g.runs, openMetrics: g.openMetrics}
+	part := g.parts.get(key, bytesSum(g.parts.seed, g.chunk), func() gzipparts.Part { return g.comp.Compress(g.chunk) })
 	g.chunk = g.chunk[:0]
 	return g.member.WritePart(part)
 }
