@@ -137,7 +137,7 @@ func withoutEnded(jvms []JVM, gone []Exit, now time.Time) []JVM {
 // reason to count, or an empty reason when the process simply exited or
 // is not a JVM we own.
 func (t *Tracker) readJVM(c Candidate, table *procmem.ProcessTable, cgroups map[string]procmem.CgroupMemory, now time.Time) (JVM, string, error) {
-	proc, ok := table.Process(c.PID)
+	proc, ok := table.Resident(c.PID)
 	if !ok {
 		return JVM{}, "", errors.New("gone")
 	}

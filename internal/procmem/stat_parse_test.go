@@ -152,3 +152,50 @@ func FuzzParseStat(f *testing.F) {
 		}
 	})
 }
+
+func TestParseStatmResident(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want uint64
+		err  bool
+	}{
+		{"5650 1120 960 4 0 142 0\n", 1120, false},
+		{"  5650   1120 960", 1120, false},
+		{"0 0 0 0 0 0 0\n", 0, false}, // a zombie: its memory is gone
+		{"5650\n", 0, true},
+		{"", 0, true},
+		{"5650 -3 0", 0, true},
+		{"5650 12x 0", 0, true},
+		{"5650 99999999999999999999 0", 0, true},
+	} {
+		got, err := parseStatmResident([]byte(c.in))
+		if (err != nil) != c.err || got != c.want {
+			t.Errorf("parseStatmResident(%q) = %d, %v; want %d, error %v", c.in, got, err, c.want, c.err)
+		}
+	}
+}
+
+// FuzzParseStatmResident holds the parser to strings.Fields and strconv:
+// the second space-separated field, a decimal of at most 19 digits.
+func FuzzParseStatmResident(f *testing.F) {
+	f.Add([]byte("5650 1120 960 4 0 142 0\n"))
+	f.Add([]byte("5650\n1120"))
+	f.Add([]byte(" 1  -0 "))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := parseStatmResident(data)
+		// Fields split on spaces only up to the first newline, as the
+		// kernel's one-line file has them.
+		line, _, _ := strings.Cut(string(data), "\n")
+		fields := strings.FieldsFunc(line, func(r rune) bool { return r == ' ' })
+		var want uint64
+		wantErr := len(fields) < 2 || len(fields[1]) > 19 || strings.HasPrefix(fields[1], "+")
+		if !wantErr {
+			v, perr := strconv.ParseInt(fields[1], 10, 64)
+			wantErr = perr != nil || v < 0 || (v == 0 && strings.HasPrefix(fields[1], "-") && len(fields[1]) == 1)
+			want = uint64(v)
+		}
+		if (err != nil) != wantErr || (err == nil && got != want) {
+			t.Fatalf("parseStatmResident(%q) = %d, %v; strconv: %d, error %v", data, got, err, want, wantErr)
+		}
+	})
+}

@@ -2,6 +2,7 @@ package procmem
 
 import (
 	"os"
+	"runtime"
 	"strconv"
 	"syscall"
 	"testing"
@@ -48,4 +49,46 @@ func BenchmarkStatFD(b *testing.B) {
 		}
 		reportCPU()
 	})
+}
+
+// BenchmarkStatmFD is one pread of a kept stat against one of a kept
+// statm, the file Resident reads, for this process with as many threads
+// as a small and a busy JVM: the kernel makes stat by visiting every
+// thread (faults, times), statm from the process's memory counters.
+func BenchmarkStatmFD(b *testing.B) {
+	dir, err := os.Open("/proc")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dir.Close()
+	buf := make([]byte, 1024)
+	for _, threads := range []int{16, 200} {
+		release := make(chan struct{})
+		started := make(chan struct{})
+		for range threads {
+			go func() {
+				runtime.LockOSThread() // exits with its thread: never unlocked
+				started <- struct{}{}
+				<-release
+			}()
+			<-started
+		}
+		for _, file := range []string{"stat", "statm"} {
+			b.Run(file+"/threads="+strconv.Itoa(threads), func(b *testing.B) {
+				fd, err := unix.Openat(int(dir.Fd()), strconv.Itoa(os.Getpid())+"/"+file, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer unix.Close(fd)
+				reportCPU := testenv.CPUPerOp(b, syscall.RUSAGE_SELF)
+				for b.Loop() {
+					if n, err := unix.Pread(fd, buf, 0); err != nil || n == 0 {
+						b.Fatal(err)
+					}
+				}
+				reportCPU()
+			})
+		}
+		close(release)
+	}
 }

@@ -22,7 +22,7 @@ const maxStatFDs = 1024
 // longest time between two. The descriptor refers to the process, not to
 // the pid: once the process is gone it reads an error or nothing, and the
 // pid is read by its path again, where another process may have it now.
-func (w *ProcessWatch) readStat(pid int, e *watched, asked bool) ([]byte, error) {
+func (w *ProcessWatch) readStat(pid int, e *watched, asked, keep bool) ([]byte, error) {
 	if e != nil && e.statFD > 0 {
 		data, buf, err := preadAll(e.statFD-1, w.statBuf)
 		w.statBuf = buf
@@ -34,9 +34,7 @@ func (w *ProcessWatch) readStat(pid int, e *watched, asked bool) ([]byte, error)
 		}
 		w.releaseStat(pid, e)
 	}
-	keep := false
 	if asked && e != nil {
-		keep = e.asked != 0 && e.asked < w.gen && w.recentlyAsked(e) && len(w.statFDs) < w.maxStatFDs
 		e.asked, e.askedAt = w.gen, w.now
 	}
 	fd, err := unix.Openat(int(w.dir.Fd()), strconv.Itoa(pid)+"/stat", unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
@@ -52,6 +50,52 @@ func (w *ProcessWatch) readStat(pid int, e *watched, asked bool) ([]byte, error)
 	e.statFD = fd + 1
 	w.statFDs[pid] = e
 	return data, nil
+}
+
+// keepable says whether a read of e that a caller asks for may keep its
+// file open: e was asked about in an earlier scan, recently enough, and
+// the cap on kept files leaves room. Asked before the read marks e asked.
+func (w *ProcessWatch) keepable(e *watched) bool {
+	return e != nil && e.asked != 0 && e.asked < w.gen && w.recentlyAsked(e) && len(w.statFDs) < w.maxStatFDs
+}
+
+// readResident reads e's resident memory through its kept statm file, and
+// gives the rest of the process as e's last stat read had it: the caller
+// needs only the memory up to date, and the process is the one of that
+// read, which the descriptor pins (once it exits the read fails). A
+// failure closes the file and leaves the caller to read stat by path.
+func (w *ProcessWatch) readResident(pid int, e *watched) (Process, bool) {
+	if e.statmFD == 0 {
+		return Process{}, false
+	}
+	data, buf, err := preadAll(e.statmFD-1, w.statBuf)
+	w.statBuf = buf
+	var pages uint64
+	if err == nil {
+		pages, err = parseStatmResident(data)
+	}
+	if err != nil {
+		w.releaseStat(pid, e)
+		return Process{}, false
+	}
+	w.StatmReads++
+	e.asked, e.askedAt = w.gen, w.now
+	e.p.RSS = pages * w.page
+	return e.p, true
+}
+
+// keepStatm opens e's statm file and keeps it, for its next Resident
+// reads; the stat just read is the process's as the file will be.
+func (w *ProcessWatch) keepStatm(pid int, e *watched) {
+	if e.statmFD > 0 {
+		return
+	}
+	fd, err := unix.Openat(int(w.dir.Fd()), strconv.Itoa(pid)+"/statm", unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return
+	}
+	e.statmFD = fd + 1
+	w.statFDs[pid] = e
 }
 
 // recentlyAsked says whether e was asked about in the last scan or
@@ -75,6 +119,10 @@ func (w *ProcessWatch) releaseStat(pid int, e *watched) {
 	if e.statFD > 0 {
 		_ = unix.Close(e.statFD - 1)
 		e.statFD = 0
+	}
+	if e.statmFD > 0 {
+		_ = unix.Close(e.statmFD - 1)
+		e.statmFD = 0
 	}
 	if w.statFDs[pid] == e {
 		delete(w.statFDs, pid)

@@ -5,7 +5,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -210,5 +212,87 @@ func TestWatchKeepsNoStatOpenOutsideProcfs(t *testing.T) {
 	defer w.Close()
 	if w.maxStatFDs != 0 {
 		t.Errorf("a watch over a directory that is not procfs keeps up to %d stat files open", w.maxStatFDs)
+	}
+}
+
+// TestWatchReadsResidentFromStatm: a process asked for its resident
+// memory (Resident) in scans in a row keeps its statm file open, not its
+// stat, and reads through it the RSS procfs reads in stat, with the rest
+// as its last stat read had it; while young it is read in full; once it
+// exits it reads as gone.
+func TestWatchReadsResidentFromStatm(t *testing.T) {
+	cmd := startSleep(t)
+	pid := cmd.Process.Pid
+	w := newProcfsWatch(t)
+	now := time.Now()
+	resident := func() (Process, bool) {
+		t.Helper()
+		now = now.Add(time.Second)
+		table, err := w.Scan(now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return table.Resident(pid)
+	}
+	for i := range 3 {
+		if _, ok := resident(); !ok {
+			t.Fatalf("young, scan %d: sleep %d not found", i, pid)
+		}
+	}
+	if w.StatmReads != 0 {
+		t.Errorf("a young process was read from statm %d times", w.StatmReads)
+	}
+
+	now = now.Add(YoungFor)
+	for i := range 3 {
+		if _, ok := resident(); !ok {
+			t.Fatalf("scan %d: sleep %d not found", i, pid)
+		}
+	}
+	e := w.known[pid]
+	if e.statmFD == 0 || e.statFD != 0 {
+		t.Fatalf("asked for its resident memory in scans in a row: statm kept %v, stat kept %v", e.statmFD != 0, e.statFD != 0)
+	}
+	before := w.StatmReads
+	p, ok := resident()
+	if w.StatmReads != before+1 {
+		t.Fatalf("read through the kept statm %d times, want 1", w.StatmReads-before)
+	}
+	fs, err := procfs.NewFS("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	proc, err := fs.Proc(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := proc.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	statm, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "statm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages, err := strconv.ParseUint(strings.Fields(string(statm))[1], 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// stat's RSS is the same counters; recent kernels sum them exactly for
+	// statm and read stat's from the per-CPU caches, a few pages per CPU
+	// apart.
+	slack := uint64(256*runtime.NumCPU()) * uint64(os.Getpagesize())
+	if !ok || p.Comm != st.Comm || p.PPID != st.PPID || p.RSS != pages*uint64(os.Getpagesize()) || p.RSS == 0 ||
+		p.RSS > uint64(st.ResidentMemory())+slack || p.RSS+slack < uint64(st.ResidentMemory()) {
+		t.Errorf("read through the kept statm: %+v, %v; statm %q; procfs: comm %q ppid %d rss %d", p, ok, statm, st.Comm, st.PPID, st.ResidentMemory())
+	}
+
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	if p, ok := resident(); ok {
+		t.Errorf("a process that exited reads as %+v", p)
+	}
+	if _, kept := w.statFDs[pid]; kept {
+		t.Error("the statm file of a process that exited is kept")
 	}
 }

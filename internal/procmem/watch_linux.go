@@ -47,8 +47,9 @@ type ProcessWatch struct {
 	lastFull time.Time
 	statBuf  []byte
 	dentBuf  []byte
-	// Reads counts stat files read, for tests and benchmarks.
-	Reads uint64
+	// Reads counts stat files read, StatmReads the reads of a kept statm
+	// file that stood for one (Resident), for tests and benchmarks.
+	Reads, StatmReads uint64
 
 	// Listing only what is new (Scan).
 	seekable  bool         // procPath is procfs, in this process's pid namespace
@@ -82,10 +83,13 @@ type watched struct {
 	exeComm string
 	exeDone bool
 	// asked is the last scan in which a caller asked for its stat, at
-	// askedAt; statFD is its stat file kept open, plus one (0: none).
+	// askedAt; statFD is its stat file kept open, plus one (0: none), and
+	// statmFD its statm file, for a caller that asks only for its
+	// resident memory (ProcessTable.Resident).
 	asked   uint64
 	askedAt time.Time
 	statFD  int
+	statmFD int
 }
 
 // NewProcessWatch opens procPath and reads its boot time.
@@ -360,13 +364,23 @@ func parsePID(b []byte) (int, bool) {
 }
 
 // read reads pid's stat now and updates what the watch knows of it; asked
-// says a caller wants it, rather than the scan's listing.
-func (w *ProcessWatch) read(pid int, asked bool) (Process, bool) {
+// says a caller wants it, rather than the scan's listing, and rssOnly that
+// the caller needs only its resident memory up to date (Resident).
+func (w *ProcessWatch) read(pid int, asked, rssOnly bool) (Process, bool) {
 	w.Reads++
 	e := w.known[pid]
-	data, err := w.readStat(pid, e, asked)
+	keep := asked && w.keepable(e)
+	if rssOnly && asked && e != nil && e.ok && w.now.Sub(e.p.StartTime) >= YoungFor {
+		if p, ok := w.readResident(pid, e); ok {
+			return p, true
+		}
+	}
+	data, err := w.readStat(pid, e, asked, keep && !rssOnly)
 	if err != nil {
 		return Process{}, false
+	}
+	if rssOnly && keep {
+		w.keepStatm(pid, e)
 	}
 	st, err := parseStat(data)
 	if err != nil {
@@ -384,7 +398,7 @@ func (w *ProcessWatch) read(pid int, asked bool) (Process, bool) {
 		if e.ok && !e.p.StartTime.Equal(p.StartTime) {
 			// Another process under the same pid and inode: start afresh.
 			// The stat file, if kept, was just opened: it is the new one's.
-			*e = watched{ino: e.ino, gen: e.gen, asked: e.asked, askedAt: e.askedAt, statFD: e.statFD}
+			*e = watched{ino: e.ino, gen: e.gen, asked: e.asked, askedAt: e.askedAt, statFD: e.statFD, statmFD: e.statmFD}
 		}
 		e.p, e.ok = p, true
 	}
