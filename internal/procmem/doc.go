@@ -9,6 +9,7 @@
 //	w, err := procmem.NewProcessWatch(procPath) // once, kept from scan to scan
 //	table, err := w.Scan(time.Now())             // what changed in /proc since the last scan
 //	p, ok := table.Process(pid)                  // PID, PPID, Comm, RSS (bytes), StartTime
+//	p, ok = table.Resident(pid)                  // the same, only RSS read now (statm) once pid is known
 //	rss := table.TreeRSS(pid)                    // {JVM, Python, Other} bytes over pid + descendants
 //	cg, err := procmem.ReadCgroupMemory(procPath, sysfsPath, pid)
 //
@@ -35,9 +36,12 @@
 //   - the stat of new processes, of processes started less than 30 s ago
 //     (a launcher exec'ing java, a container runtime's pivot_root just
 //     after fork), and of every process every 5 minutes;
-//   - the stat of whatever the caller asks for: Process(pid) (the JVMs) and
+//   - the stat of whatever the caller asks for: Process(pid) and
 //     TreeRSS(pid), which walks the tree from the parents the watch knows
-//     and reads each member now, dropping those re-parented out of it.
+//     and reads each member now, dropping those re-parented out of it;
+//     Resident(pid) (the JVMs) reads only the statm of a process asked
+//     about before and past its first 30 s: the kernel makes stat by
+//     visiting every thread, statm from the memory counters alone.
 //
 // Seen(pid) is the last read of a process without reading it (for filters
 // over every process: kernel threads, command names), Recheck(pid) says
