@@ -2,9 +2,7 @@ package procmem
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"math"
 )
 
 // UserHZ is the clock tick /proc/<pid>/stat counts times in. procfs
@@ -28,58 +26,32 @@ func (s SelfStat) CPUSeconds() float64 {
 	return float64(s.UTime+s.STime) / UserHZ
 }
 
-// Positions in the fields after "(comm) ", as in stat_parse.go.
-const (
-	selfUTime     = 14 - 3
-	selfSTime     = 15 - 3
-	selfStartTime = 22 - 3
-	selfVSize     = 23 - 3
-	selfRSS       = 24 - 3
-)
-
 // ParseSelfStat parses a /proc/<pid>/stat line for the process_* metrics
-// without allocating. Like parseStat, fields are split on spaces and end
-// at the first newline; the command name, which may hold both, ends at the
-// last ')'. procfs's Proc.Stat reads the same fields with fmt.Fscan, which
-// the exporter's own process collector did on every scrape.
+// without allocating: the fields parseStat walks (statFields), with those
+// client_golang's collector reads. procfs's Proc.Stat reads the same
+// fields with fmt.Fscan.
 func ParseSelfStat(b []byte) (SelfStat, error) {
-	open := bytes.IndexByte(b, '(')
-	closing := bytes.LastIndexByte(b, ')')
-	if open < 0 || closing < open {
-		return SelfStat{}, errors.New("stat: no (comm)")
-	}
-	rest := b[closing+1:]
-	if nl := bytes.IndexByte(rest, '\n'); nl >= 0 {
-		rest = rest[:nl]
-	}
 	var s SelfStat
-	field := 0
-	for ; field <= selfRSS; field++ {
-		rest = bytes.TrimLeft(rest, " ")
-		if len(rest) == 0 {
-			return SelfStat{}, fmt.Errorf("stat: %d fields after the command name, want at least %d", field, selfRSS+1)
-		}
-		var tok []byte
-		tok, rest = cutField(rest)
+	_, err := statFields(b, statRSS, func(field int, tok []byte) error {
 		var err error
 		switch field {
-		case selfUTime:
+		case statUTime:
 			s.UTime, err = parseStatUint("utime", tok)
-		case selfSTime:
+		case statSTime:
 			s.STime, err = parseStatUint("stime", tok)
-		case selfStartTime:
+		case statStartTime:
 			s.StartTicks, err = parseStatUint("starttime", tok)
-		case selfVSize:
+		case statVSize:
 			s.VSize, err = parseStatUint("vsize", tok)
-		case selfRSS:
-			s.RSSPages, err = parseSignedDecimal(tok)
-			if err != nil {
+		case statRSS:
+			if s.RSSPages, err = parseStatInt(tok); err != nil {
 				err = fmt.Errorf("stat: rss %q", truncate(string(tok), 32))
 			}
 		}
-		if err != nil {
-			return SelfStat{}, err
-		}
+		return err
+	})
+	if err != nil {
+		return SelfStat{}, err
 	}
 	return s, nil
 }
@@ -90,25 +62,6 @@ func parseStatUint(name string, tok []byte) (uint64, error) {
 		return 0, fmt.Errorf("stat: %s %q", name, truncate(string(tok), 32))
 	}
 	return v, nil
-}
-
-// parseSignedDecimal is strconv.ParseInt(string(b), 10, 64) without the
-// allocation, and without accepting a '+': the kernel writes none.
-func parseSignedDecimal(b []byte) (int64, error) {
-	neg := len(b) > 0 && b[0] == '-'
-	if neg {
-		b = b[1:]
-	}
-	v, err := parseDecimal(b)
-	switch {
-	case err != nil:
-		return 0, err
-	case neg && v <= 1<<63:
-		return int64(-v), nil // -(1<<63) wraps to itself, MinInt64
-	case !neg && v <= math.MaxInt64:
-		return int64(v), nil
-	}
-	return 0, errors.New("out of range")
 }
 
 // ParseNetstatOctets finds IpExt's InOctets and OutOctets in

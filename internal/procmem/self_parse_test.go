@@ -1,7 +1,6 @@
 package procmem
 
 import (
-	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -61,21 +60,7 @@ func TestParseSelfStat(t *testing.T) {
 		{name: "rss beyond int64", line: statLine(5, "x", map[int]string{24: "9223372036854775808"}), wantErr: "rss"},
 		{name: "lone minus rss", line: statLine(5, "x", map[int]string{24: "-"}), wantErr: "rss"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := ParseSelfStat([]byte(tc.line))
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error = %v, want containing %q (got %+v)", err, tc.wantErr, got)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != tc.want {
-				t.Errorf("got  %+v\nwant %+v", got, tc.want)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { checkParse(t, ParseSelfStat, tc.line, tc.wantErr, tc.want) })
 	}
 }
 
@@ -118,52 +103,6 @@ func netstatByProcfs(t *testing.T, data []byte) (in, out float64, err error) {
 		out = *ref.OutOctets
 	}
 	return in, out, nil
-}
-
-// Every live process's stat, the same bytes given to both, parses as
-// procfs parses it, and gives what client_golang computes from procfs.
-func TestParseSelfStatAgreesWithProcfs(t *testing.T) {
-	fs, err := procfs.NewFS("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	procs, err := fs.AllProcs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := map[string][]byte{}
-	for _, p := range procs {
-		if data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.PID)); err == nil {
-			files[strconv.Itoa(p.PID)+"/stat"] = data
-		}
-	}
-	rfs := procfsAt(t, files)
-	compared := 0
-	for name, data := range files {
-		pid, _ := strconv.Atoi(filepath.Dir(name))
-		p, err := rfs.Proc(pid)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := p.Stat()
-		if err != nil {
-			t.Fatalf("pid %d: procfs: %v", pid, err)
-		}
-		got, err := ParseSelfStat(data)
-		if err != nil {
-			t.Errorf("pid %d: %v (%q)", pid, err, data)
-			continue
-		}
-		if got.UTime != uint64(want.UTime) || got.STime != uint64(want.STime) || got.StartTicks != want.Starttime ||
-			got.VSize != uint64(want.VSize) || got.RSSPages != int64(want.RSS) || got.CPUSeconds() != want.CPUTime() {
-			t.Errorf("pid %d: got %+v, procfs utime %d stime %d start %d vsize %d rss %d", pid, got,
-				want.UTime, want.STime, want.Starttime, want.VSize, want.RSS)
-		}
-		compared++
-	}
-	if compared < 2 {
-		t.Fatalf("compared %d processes", compared)
-	}
 }
 
 // netstatOld is a 4.x kernel's file: no MPTcpExt, IpExt without the ECN
@@ -309,21 +248,21 @@ func refSelfStat(data []byte) (SelfStat, bool) {
 			fields = append(fields, f)
 		}
 	}
-	if len(fields) < selfRSS+1 {
+	if len(fields) < statRSS+1 {
 		return SelfStat{}, false
 	}
 	var st SelfStat
 	for _, u := range []struct {
 		dst *uint64
 		i   int
-	}{{&st.UTime, selfUTime}, {&st.STime, selfSTime}, {&st.StartTicks, selfStartTime}, {&st.VSize, selfVSize}} {
+	}{{&st.UTime, statUTime}, {&st.STime, statSTime}, {&st.StartTicks, statStartTime}, {&st.VSize, statVSize}} {
 		v, err := strconv.ParseUint(fields[u.i], 10, 64)
 		if err != nil {
 			return SelfStat{}, false
 		}
 		*u.dst = v
 	}
-	rss := fields[selfRSS]
+	rss := fields[statRSS]
 	if strings.HasPrefix(rss, "+") {
 		return SelfStat{}, false
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 )
 
 // procStat is what the process table needs of /proc/<pid>/stat.
@@ -20,13 +21,44 @@ type procStat struct {
 const (
 	statPPID      = 4 - 3
 	statFlags     = 9 - 3
+	statUTime     = 14 - 3
+	statSTime     = 15 - 3
 	statStartTime = 22 - 3
+	statVSize     = 23 - 3
 	statRSS       = 24 - 3
 )
 
-// parseStat parses a /proc/<pid>/stat line. The command name may hold
-// spaces and parentheses, so it ends at the last ')'. It allocates only the
-// command name.
+// statFields walks the fields of a /proc/<pid>/stat line after the
+// command name, which may hold spaces and parentheses and so ends at the
+// last ')'. Fields are split on spaces and end at the first newline. It
+// calls each with every field up to last (the positions above) and fails
+// when the line has fewer; it returns the command name, within b.
+func statFields(b []byte, last int, each func(field int, tok []byte) error) ([]byte, error) {
+	open := bytes.IndexByte(b, '(')
+	closing := bytes.LastIndexByte(b, ')')
+	if open < 0 || closing < open {
+		return nil, errors.New("stat: no (comm)")
+	}
+	rest := b[closing+1:]
+	if nl := bytes.IndexByte(rest, '\n'); nl >= 0 {
+		rest = rest[:nl]
+	}
+	for field := 0; field <= last; field++ {
+		rest = bytes.TrimLeft(rest, " ")
+		if len(rest) == 0 {
+			return nil, fmt.Errorf("stat: %d fields after the command name, want at least %d", field, last+1)
+		}
+		var tok []byte
+		tok, rest = cutField(rest)
+		if err := each(field, tok); err != nil {
+			return nil, err
+		}
+	}
+	return b[open+1 : closing], nil
+}
+
+// parseStat parses a /proc/<pid>/stat line for the process table. It
+// allocates only the command name.
 //
 // procfs parses this file too (Proc.Stat, used by NewProcessTable); this is a
 // fast path beside it for ProcessWatch, which reads the stat of every JVM
@@ -34,94 +66,62 @@ const (
 // the kernel's production of the file (BenchmarkParseStat). It is held to
 // procfs's answers by TestParseStatAgreesWithProcfs, on every live process.
 func parseStat(b []byte) (procStat, error) {
-	open := bytes.IndexByte(b, '(')
-	closing := bytes.LastIndexByte(b, ')')
-	if open < 0 || closing < open {
-		return procStat{}, errors.New("stat: no (comm)")
-	}
 	var s procStat
-	rest := b[closing+1:]
-	field, seen := 0, 0
-	for i := 0; i < len(rest) && seen < 4; field++ {
-		for i < len(rest) && rest[i] == ' ' {
-			i++
-		}
-		start := i
-		for i < len(rest) && rest[i] != ' ' && rest[i] != '\n' {
-			i++
-		}
-		tok := rest[start:i]
-		if len(tok) == 0 {
-			break
-		}
-		// field 0 is the first token after the comm (state)
+	comm, err := statFields(b, statRSS, func(field int, tok []byte) error {
 		switch field {
 		case statPPID:
 			v, err := parseStatInt(tok)
 			if err != nil || v < 0 || v > 1<<31-1 {
-				return procStat{}, fmt.Errorf("stat: ppid %q", truncate(string(tok), 32))
+				return fmt.Errorf("stat: ppid %q", truncate(string(tok), 32))
 			}
 			s.PPID = int(v)
-			seen++
 		case statFlags:
 			v, err := parseStatInt(tok)
 			if err != nil || v < 0 {
-				return procStat{}, fmt.Errorf("stat: flags %q", truncate(string(tok), 32))
+				return fmt.Errorf("stat: flags %q", truncate(string(tok), 32))
 			}
 			s.Flags = uint64(v)
-			seen++
 		case statStartTime:
 			v, err := parseStatInt(tok)
 			if err != nil || v < 0 {
-				return procStat{}, fmt.Errorf("stat: starttime %q", truncate(string(tok), 32))
+				return fmt.Errorf("stat: starttime %q", truncate(string(tok), 32))
 			}
 			s.StartTicks = uint64(v)
-			seen++
 		case statRSS:
 			v, err := parseStatInt(tok)
 			if err != nil {
-				return procStat{}, fmt.Errorf("stat: rss %q", truncate(string(tok), 32))
+				return fmt.Errorf("stat: rss %q", truncate(string(tok), 32))
 			}
 			if v > 0 {
 				s.RSSPages = uint64(v)
 			}
-			seen++
 		}
-		if i < len(rest) && rest[i] == '\n' {
-			break
-		}
+		return nil
+	})
+	if err != nil {
+		return procStat{}, err
 	}
-	if seen < 4 {
-		return procStat{}, fmt.Errorf("stat: %d fields after the command name, want at least %d", field, statRSS+1)
-	}
-	s.Comm = string(b[open+1 : closing])
+	s.Comm = string(comm)
 	return s, nil
 }
 
-// parseStatInt parses a decimal integer with an optional minus sign,
-// without allocating.
+// parseStatInt parses a decimal integer with an optional minus sign (no
+// plus: the kernel writes none), without allocating.
 func parseStatInt(b []byte) (int64, error) {
-	neg := false
-	if len(b) > 0 && b[0] == '-' {
-		neg, b = true, b[1:]
-	}
-	if len(b) == 0 || len(b) > 19 {
-		return 0, errors.New("not an integer")
-	}
-	var v int64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, errors.New("not an integer")
-		}
-		v = v*10 + int64(c-'0')
-	}
-	if v < 0 { // 19 digits can overflow int64
-		return 0, errors.New("out of range")
-	}
+	neg := len(b) > 0 && b[0] == '-'
 	if neg {
-		v = -v
+		b = b[1:]
 	}
-	return v, nil
+	v, err := parseDecimal(b)
+	switch {
+	case err != nil:
+		return 0, errors.New("not an integer")
+	case neg && v <= 1<<63:
+		return int64(-v), nil // -(1<<63) wraps to itself, MinInt64
+	case !neg && v <= math.MaxInt64:
+		return int64(v), nil
+	}
+	return 0, errors.New("out of range")
 }
 
 // parseStatmResident returns the resident pages of a /proc/<pid>/statm

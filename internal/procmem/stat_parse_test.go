@@ -2,6 +2,7 @@ package procmem
 
 import (
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -73,26 +74,14 @@ func TestParseStat(t *testing.T) {
 		{name: "garbage rss", line: statLine(5, "x", map[int]string{4: "1", 22: "1", 24: "1x"}), wantErr: "rss"},
 		{name: "lone minus", line: statLine(5, "x", map[int]string{4: "-"}), wantErr: "ppid"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := parseStat([]byte(tc.line))
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error = %v, want containing %q (got %+v)", err, tc.wantErr, got)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != tc.want {
-				t.Errorf("got  %+v\nwant %+v", got, tc.want)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { checkParse(t, parseStat, tc.line, tc.wantErr, tc.want) })
 	}
 }
 
-// Every process on this machine parses as procfs parses it: the reference
-// for the fields the table keeps.
+// Every live process's stat, the same bytes given to procfs and to both
+// parsers, parses as procfs parses it: the fields the process table keeps
+// (parseStat), and those of the exporter's own process metrics
+// (ParseSelfStat) with what client_golang computes from procfs's.
 func TestParseStatAgreesWithProcfs(t *testing.T) {
 	fs, err := procfs.NewFS("/proc")
 	if err != nil {
@@ -102,27 +91,43 @@ func TestParseStatAgreesWithProcfs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	compared := 0
+	files := map[string][]byte{}
 	for _, p := range procs {
-		data, err := os.ReadFile("/proc/" + strconv.Itoa(p.PID) + "/stat")
-		if err != nil {
-			continue // exited
+		if data, err := os.ReadFile("/proc/" + strconv.Itoa(p.PID) + "/stat"); err == nil {
+			files[strconv.Itoa(p.PID)+"/stat"] = data
 		}
-		ref, err := p.Stat()
+	}
+	rfs := procfsAt(t, files)
+	compared := 0
+	for name, data := range files {
+		pid, _ := strconv.Atoi(filepath.Dir(name))
+		p, err := rfs.Proc(pid)
 		if err != nil {
-			continue
+			t.Fatal(err)
+		}
+		want, err := p.Stat()
+		if err != nil {
+			t.Fatalf("pid %d: procfs: %v", pid, err)
 		}
 		got, err := parseStat(data)
 		if err != nil {
-			t.Errorf("pid %d: %v (%q)", p.PID, err, data)
+			t.Errorf("pid %d: %v (%q)", pid, err, data)
 			continue
 		}
-		// The two reads are a moment apart: RSS may move, the rest may not.
-		if got.PPID != ref.PPID || got.Comm != ref.Comm || got.StartTicks != ref.Starttime || got.Flags != uint64(ref.Flags) {
-			t.Errorf("pid %d: got %+v, procfs ppid %d comm %q start %d", p.PID, got, ref.PPID, ref.Comm, ref.Starttime)
+		if got.PPID != want.PPID || got.Comm != want.Comm || got.StartTicks != want.Starttime ||
+			got.Flags != uint64(want.Flags) || got.RSSPages != uint64(max(want.RSS, 0)) {
+			t.Errorf("pid %d: got %+v, procfs ppid %d comm %q start %d flags %d rss %d", pid, got,
+				want.PPID, want.Comm, want.Starttime, want.Flags, want.RSS)
 		}
-		if p.PID == os.Getpid() && got.RSSPages == 0 {
-			t.Errorf("this process: rss 0 pages")
+		self, err := ParseSelfStat(data)
+		if err != nil {
+			t.Errorf("pid %d: %v (%q)", pid, err, data)
+			continue
+		}
+		if self.UTime != uint64(want.UTime) || self.STime != uint64(want.STime) || self.StartTicks != want.Starttime ||
+			self.VSize != uint64(want.VSize) || self.RSSPages != int64(want.RSS) || self.CPUSeconds() != want.CPUTime() {
+			t.Errorf("pid %d: got %+v, procfs utime %d stime %d start %d vsize %d rss %d", pid, self,
+				want.UTime, want.STime, want.Starttime, want.VSize, want.RSS)
 		}
 		compared++
 	}
@@ -198,4 +203,23 @@ func FuzzParseStatmResident(f *testing.F) {
 			t.Fatalf("parseStatmResident(%q) = %d, %v; strconv: %d, error %v", data, got, err, want, wantErr)
 		}
 	})
+}
+
+// checkParse runs one case of a parser's table: the error it must give
+// (a part of its message), or the value.
+func checkParse[T comparable](t *testing.T, parse func([]byte) (T, error), line, wantErr string, want T) {
+	t.Helper()
+	got, err := parse([]byte(line))
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("error = %v, want containing %q (got %+v)", err, wantErr, got)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Errorf("got  %+v\nwant %+v", got, want)
+	}
 }
