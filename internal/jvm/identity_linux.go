@@ -54,9 +54,15 @@ func (c *identityCache) get(p procmem.Process) (identityEntry, error) {
 	}
 	dir := filepath.Join(c.procPath, strconv.Itoa(pid))
 	e := identityEntry{start: p.StartTime, comm: p.Comm, euid: uint32(status.UIDs[1]), cmd: Command{Role: RoleJVM}}
-	if b, err := readTruncated(filepath.Join(dir, "cmdline"), maxCmdlineBytes); err == nil {
+	b, err := readTruncated(filepath.Join(dir, "cmdline"), maxCmdlineBytes)
+	if err == nil {
 		e.cmd = ParseCmdline(b)
 	}
+	// An empty command line is a process in the middle of an exec (the
+	// kernel names it after the new program before it lays out the new
+	// arguments) or one that exited: what it says now is not kept, and
+	// the next scan asks again.
+	cache := err != nil || len(b) > 0
 	// environ is readable only with ptrace access; without it the command
 	// line alone decides.
 	var env Environment
@@ -66,7 +72,9 @@ func (c *identityCache) get(p procmem.Process) (identityEntry, error) {
 		e.pod = env.PodName
 	}
 	e.noCounters = NoCounters(e.cmd, env)
-	c.byPID[pid] = e
+	if cache {
+		c.byPID[pid] = e
+	}
 	return e, nil
 }
 

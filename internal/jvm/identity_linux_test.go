@@ -54,6 +54,18 @@ func TestIdentityCachedPerProcessAndProgram(t *testing.T) {
 		t.Errorf("after exec: euid %d role %q executor %q, want 2000 %q 7", got.euid, got.cmd.Role, got.cmd.ExecutorID, RoleExecutor)
 	}
 
+	// Between an exec's new name and its new arguments the command line
+	// reads empty: that is not kept, the next read asks again.
+	proc.StartTime = start.Add(time.Minute)
+	mustWrite(t, filepath.Join(f.dir, "42", "cmdline"), nil)
+	if got, _ := tracker.found.identity(proc); got.cmd.Role != RoleJVM {
+		t.Errorf("empty command line: role %q, want %q", got.cmd.Role, RoleJVM)
+	}
+	write("2000", "java org.apache.spark.executor.CoarseGrainedExecutorBackend --executor-id 8 --app-id app-1")
+	if got, _ := tracker.found.identity(proc); got.cmd.Role != RoleExecutor || got.cmd.ExecutorID != "8" {
+		t.Errorf("the command line laid out after an empty read: role %q executor %q, want %q 8", got.cmd.Role, got.cmd.ExecutorID, RoleExecutor)
+	}
+
 	// The pid was reused by another process: new start time.
 	write("3000", "java Other")
 	proc.StartTime = start.Add(time.Hour)
