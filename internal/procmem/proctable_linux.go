@@ -105,7 +105,7 @@ func (t *ProcessTable) Process(pid int) (Process, bool) {
 // descriptor kept open, and its PPID and command name are those of its
 // last stat read (while it was young, and every RefreshEvery). The kernel
 // makes a stat by visiting every thread of the process, a statm from its
-// memory counters: a JVM has dozens of threads (BenchmarkStatFD).
+// memory counters: a JVM has dozens of threads (BenchmarkStatmFD).
 func (t *ProcessTable) Resident(pid int) (Process, bool) {
 	return t.process(pid, true)
 }

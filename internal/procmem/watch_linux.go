@@ -367,7 +367,6 @@ func parsePID(b []byte) (int, bool) {
 // says a caller wants it, rather than the scan's listing, and rssOnly that
 // the caller needs only its resident memory up to date (Resident).
 func (w *ProcessWatch) read(pid int, asked, rssOnly bool) (Process, bool) {
-	w.Reads++
 	e := w.known[pid]
 	keep := asked && w.keepable(e)
 	if rssOnly && asked && e != nil && e.ok && w.now.Sub(e.p.StartTime) >= YoungFor {
@@ -375,6 +374,7 @@ func (w *ProcessWatch) read(pid int, asked, rssOnly bool) (Process, bool) {
 			return p, true
 		}
 	}
+	w.Reads++
 	data, err := w.readStat(pid, e, asked, keep && !rssOnly)
 	if err != nil {
 		return Process{}, false
