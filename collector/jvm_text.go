@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -146,6 +147,8 @@ type textWriters struct {
 	compressors *keeper[*gzipparts.Compressor]
 	scratch     *keeper[[]byte] // appendText's
 	chunks      *keeper[[]byte] // gzipBody's
+	answers     *keeper[*bytes.Buffer]
+	plain       *keeper[*bufio.Writer]
 	parts       *familyParts
 }
 
@@ -154,6 +157,8 @@ func newTextWriters() *textWriters {
 		compressors: newKeeper(gzipparts.NewStatelessCompressor),
 		scratch:     newKeeper(func() []byte { return make([]byte, 0, 16<<10) }),
 		chunks:      newKeeper(func() []byte { return make([]byte, 0, chunkSize+16<<10) }),
+		answers:     newKeeper(func() *bytes.Buffer { return bytes.NewBuffer(make([]byte, 0, 64<<10)) }),
+		plain:       newKeeper(func() *bufio.Writer { return bufio.NewWriterSize(nil, 32<<10) }),
 		parts:       newFamilyParts(),
 	}
 }
@@ -201,24 +206,33 @@ func (t *textWriters) write(w http.ResponseWriter, req *http.Request, format exp
 	h.Add("Vary", "Accept-Encoding")
 	h.Set("Content-Type", string(format))
 	openMetrics := format.FormatType() == expfmt.TypeOpenMetrics
-	bw := bufio.NewWriterSize(w, 32<<10)
-	defer func() { _ = bw.Flush() }() // an error is the client gone
 	scratch := t.scratch.get()
-	var body bodyWriter = &plainBody{w: bw, families: perJVM, openMetrics: openMetrics}
-	var gz *gzipBody
-	if acceptsGzip(req) {
-		h.Set("Content-Encoding", "gzip")
-		gz = &gzipBody{member: gzipparts.NewMember(bw), comp: t.compressors.get(), chunk: t.chunks.get(), parts: t.parts,
-			families: perJVM, openMetrics: openMetrics}
-		body = gz
+	defer func() { t.scratch.put(scratch[:0]) }()
+	if !acceptsGzip(req) {
+		bw := t.plain.get()
+		bw.Reset(w)
+		body := &plainBody{w: bw, families: perJVM, openMetrics: openMetrics}
+		scratch, _ = writeFamilies(body, scratch, mfs, perJVM, texts, format, errorLog) // a write error is the client gone
+		_ = bw.Flush()
+		bw.Reset(nil)
+		t.plain.put(bw)
+		return
 	}
-	scratch, _ = writeFamilies(body, scratch, mfs, perJVM, texts, format, errorLog) // a write error is the client gone
-	t.scratch.put(scratch[:0])
-	if gz != nil {
-		_ = gz.close()
-		t.compressors.put(gz.comp)
-		t.chunks.put(gz.chunk[:0])
-	}
+	// A compressed answer is a few tens of kilobytes: it is assembled
+	// whole and sent with its length in one write, where a stream of
+	// chunks would cost a system call each, on both ends of the socket.
+	answer := t.answers.get()
+	gz := &gzipBody{member: gzipparts.NewMember(answer), comp: t.compressors.get(), chunk: t.chunks.get(), parts: t.parts,
+		families: perJVM, openMetrics: openMetrics}
+	scratch, _ = writeFamilies(gz, scratch, mfs, perJVM, texts, format, errorLog) // only the buffer is written to
+	_ = gz.close()
+	t.compressors.put(gz.comp)
+	t.chunks.put(gz.chunk[:0])
+	h.Set("Content-Encoding", "gzip")
+	h.Set("Content-Length", strconv.Itoa(answer.Len()))
+	_, _ = w.Write(answer.Bytes()) // an error is the client gone
+	answer.Reset()
+	t.answers.put(answer)
 }
 
 // plainBody writes an answer as it is.

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -67,6 +68,9 @@ func TestTextHandlerServesWhatPromhttpServes(t *testing.T) {
 			t.Fatalf("status %d: %s", rec.Code, rec.Body)
 		}
 		body := rec.Body.String()
+		if cl := rec.Header().Get("Content-Length"); cl != "" && cl != strconv.Itoa(len(body)) {
+			t.Fatalf("Content-Length %s, body %d bytes", cl, len(body))
+		}
 		if rec.Header().Get("Content-Encoding") == "gzip" {
 			zr, err := gzip.NewReader(rec.Body)
 			if err != nil {
@@ -120,6 +124,10 @@ func testTextHandlerAccept(t *testing.T, get func(http.Handler, string, string) 
 			}
 			if rec.Header().Get("Content-Encoding") != wantEncoding || rec.Header().Get("Content-Type") != wantRec.Header().Get("Content-Type") {
 				t.Errorf("Accept-Encoding %q: headers %v, promhttp's %v", enc, rec.Header(), wantRec.Header())
+			}
+			// A compressed answer goes in one write, with its length.
+			if wantEncoding == "gzip" && rec.Header().Get("Content-Length") == "" {
+				t.Errorf("Accept-Encoding %q: no Content-Length: %v", enc, rec.Header())
 			}
 		}
 	}

@@ -45,8 +45,9 @@
 //
 // Seen(pid) is the last read of a process without reading it (for filters
 // over every process: kernel threads, command names), Recheck(pid) says
-// whether it was read in this scan because it is new, young or due (when a
-// caller's own cache of the pid is worth refreshing). Parents change only
+// whether it was read in this scan because it is new or young, or found
+// changed by the periodic refresh (when a caller's own cache of the pid
+// is worth refreshing). Parents change only
 // when a process is re-parented after its parent exits, to an ancestor or
 // a subreaper, never into a JVM's tree; the periodic refresh bounds
 // anything else.

@@ -149,10 +149,11 @@ func (t *ProcessTable) Seen(pid int) (Process, bool) {
 // PIDs.
 func (t *ProcessTable) Changed() bool { return t.w == nil || t.changed }
 
-// Recheck reports whether pid was read in this scan because it is new,
-// young or due for the periodic refresh: what a caller caches about a pid
-// (its root, its namespaces) is worth looking at again exactly then.
-// Every pid of a table without a watch is.
+// Recheck reports whether pid was read in this scan because it is new or
+// young, or was found changed by the periodic refresh (another program,
+// another parent): what a caller caches about a pid (its root, its
+// namespaces) is worth looking at again exactly then. Every pid of a table
+// without a watch is.
 func (t *ProcessTable) Recheck(pid int) bool {
 	if t.w == nil {
 		_, ok := t.procs[pid]

@@ -18,9 +18,10 @@ import (
 // A process's stat is read again on every scan while it is young, so that
 // an exec (a launcher script becoming java) or a container runtime's
 // pivot_root right after the fork is seen; and every RefreshEvery for all
-// processes, a safety net for whatever changes later in a process's life.
-// What callers cache about a process (its /proc/<pid>/cgroup) follows the
-// same policy.
+// processes, a safety net for an exec or a new parent later in a process's
+// life. A process is flagged for callers to look at again (Recheck) when it
+// is new or young, or when the refresh finds it changed: a refresh that
+// finds nothing changed costs the stat reads alone.
 const (
 	YoungFor     = 30 * time.Second
 	RefreshEvery = 5 * time.Minute
@@ -195,9 +196,15 @@ func (w *ProcessWatch) Scan(now time.Time) (*ProcessTable, error) {
 			w.pids = append(w.pids, pid)
 		}
 		if refresh || !e.ok || now.Sub(e.p.StartTime) < YoungFor {
-			t.recheck[pid] = true
-			if p, ok := t.Process(pid); ok && now.Sub(p.StartTime) < YoungFor {
+			before, had := e.p, e.ok && now.Sub(e.p.StartTime) >= YoungFor
+			p, ok := t.Process(pid)
+			if ok && now.Sub(p.StartTime) < YoungFor {
 				w.young[pid] = true
+			}
+			// The refresh of a settled process that reads as before
+			// (no exec, no new parent) leaves what callers keep of it.
+			if !had || !ok || !sameLife(before, p) {
+				t.recheck[pid] = true
 			}
 		}
 	}
@@ -242,6 +249,12 @@ func (w *ProcessWatch) Scan(now time.Time) (*ProcessTable, error) {
 	w.pids = slices.Compact(w.pids)
 	t.pids = w.pids
 	return t, nil
+}
+
+// sameLife says whether two reads of a pid's stat are of the same process
+// running the same program under the same parent.
+func sameLife(a, b Process) bool {
+	return a.StartTime.Equal(b.StartTime) && a.Comm == b.Comm && a.PPID == b.PPID
 }
 
 // listEvery is how many scans list only new pids between two listings of

@@ -133,11 +133,31 @@ func TestWatchReadsWhatChanged(t *testing.T) {
 	}
 	changed(scan(now.Add(time.Minute+time.Second)), true, "a process gone")
 	changed(scan(now.Add(time.Minute+2*time.Second)), false, "after the process gone")
+	// The refresh reads every process and flags only those it finds
+	// changed: an old process that exec'd (11) and one with a new parent
+	// (21).
+	mustWrite(t, dir+"/11/stat", fakeStat(11, "java", 10, 100, 10))
+	mustWrite(t, dir+"/21/stat", fakeStat(21, "java", 10, 200, 7))
 	before = w.Reads
-	scan(now.Add(RefreshEvery + time.Minute))
+	table = scan(now.Add(RefreshEvery + time.Minute))
 	if got := w.Reads - before; got != 6 {
 		t.Errorf("refresh: %d reads, want every process (6)", got)
 	}
+	changed(table, true, "a refresh that found an exec and a new parent")
+	for _, pid := range table.PIDs() {
+		if want := pid == 11 || pid == 21; table.Recheck(pid) != want {
+			t.Errorf("refresh: Recheck(%d) = %v, want %v", pid, table.Recheck(pid), want)
+		}
+	}
+	if p, _ := table.Seen(11); p.Comm != "java" {
+		t.Errorf("refresh: Seen(11) = %+v, want the exec'd java", p)
+	}
+	before = w.Reads
+	table = scan(now.Add(2*RefreshEvery + 2*time.Minute))
+	if got := w.Reads - before; got != 6 {
+		t.Errorf("second refresh: %d reads, want every process (6)", got)
+	}
+	changed(table, false, "a refresh that found nothing changed")
 }
 
 // The watch's parser is a fast path beside procfs's: on every process of
