@@ -92,3 +92,15 @@ func BenchmarkStatmFD(b *testing.B) {
 		close(release)
 	}
 }
+
+// readStatAt, the open-read-close anchor, reads a small procfs file beneath dirfd into buf, growing it
+// when the file does not fit, and returns the data and the buffer to reuse.
+// O_NOFOLLOW: a pid directory is never a symlink.
+func readStatAt(dirfd int, name string, buf []byte) (data, reuse []byte, err error) {
+	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, buf, err
+	}
+	defer unix.Close(fd)
+	return preadAll(fd, buf)
+}

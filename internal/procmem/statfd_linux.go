@@ -135,6 +135,8 @@ func (w *ProcessWatch) Close() error {
 	for pid, e := range w.statFDs {
 		w.releaseStat(pid, e)
 	}
+	_ = w.loadavg.Close()
+	w.closeListing()
 	return w.dir.Close()
 }
 
@@ -170,16 +172,4 @@ func preadAllLimit(fd int, buf []byte, limit int) (data, reuse []byte, err error
 			buf = append(buf, make([]byte, len(buf))...)
 		}
 	}
-}
-
-// readStatAt reads a small procfs file beneath dirfd into buf, growing it
-// when the file does not fit, and returns the data and the buffer to reuse.
-// O_NOFOLLOW: a pid directory is never a symlink.
-func readStatAt(dirfd int, name string, buf []byte) (data, reuse []byte, err error) {
-	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
-	if err != nil {
-		return nil, buf, err
-	}
-	defer unix.Close(fd)
-	return preadAll(fd, buf)
 }

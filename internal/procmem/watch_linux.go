@@ -58,6 +58,8 @@ type ProcessWatch struct {
 	sinceFull int          // scans since every pid was listed
 	pids      []int        // known pids, ascending
 	young     map[int]bool // pids of processes younger than YoungFor
+	loadavg   *KeptFile    // names the last pid made, read on every scan
+	listFD    int          // procPath, for getdents; -1 until the first listing
 
 	statFDs    map[int]*watched // the entries whose stat file is kept open (readStat)
 	maxStatFDs int
@@ -116,6 +118,8 @@ func NewProcessWatch(procPath string) (*ProcessWatch, error) {
 		statBuf:  make([]byte, 1024),
 		dentBuf:  make([]byte, 32<<10),
 		young:    map[int]bool{},
+		loadavg:  NewKeptFile(path.Join(procPath, "loadavg")),
+		listFD:   -1,
 
 		statFDs:    map[int]*watched{},
 		maxStatFDs: maxStatFDs,
@@ -195,7 +199,9 @@ func (w *ProcessWatch) Scan(now time.Time) (*ProcessTable, error) {
 		if !partial {
 			w.pids = append(w.pids, pid)
 		}
-		if refresh || !e.ok || now.Sub(e.p.StartTime) < YoungFor {
+		// A kernel thread never execs: the refresh passes it by.
+		due := refresh && !(e.ok && e.p.KernelThread)
+		if due || !e.ok || now.Sub(e.p.StartTime) < YoungFor {
 			before, had := e.p, e.ok && now.Sub(e.p.StartTime) >= YoungFor
 			p, ok := t.Process(pid)
 			if ok && now.Sub(p.StartTime) < YoungFor {
@@ -266,8 +272,7 @@ func (w *ProcessWatch) lastPID() (int, bool) {
 	if !w.seekable {
 		return 0, false
 	}
-	data, buf, err := readStatAt(int(w.dir.Fd()), "loadavg", w.statBuf)
-	w.statBuf = buf
+	data, err := w.loadavg.Read()
 	if err != nil {
 		return 0, false
 	}
@@ -285,15 +290,25 @@ func (w *ProcessWatch) lastPID() (int, bool) {
 // up to pid to: the pids made since the last scan, if they did not wrap
 // around.
 func (w *ProcessWatch) listFrom(from, to int, f func(pid int, ino uint64)) error {
-	fd, err := unix.Openat(int(w.dir.Fd()), ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("listing processes: %w", err)
-	}
-	defer unix.Close(fd)
-	if from > 0 {
-		if _, err := unix.Seek(fd, int64(procTGIDOffset+from), 0); err != nil {
-			return fmt.Errorf("listing processes from %d: %w", from, err)
+	// The listing's descriptor is kept from scan to scan and rewound: a
+	// directory is listed afresh from any offset.
+	if w.listFD < 0 {
+		fd, err := unix.Openat(int(w.dir.Fd()), ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("listing processes: %w", err)
 		}
+		w.listFD = fd
+	}
+	fd := w.listFD
+	offset := int64(0)
+	if from > 0 {
+		offset = int64(procTGIDOffset + from)
+	}
+	if _, err := unix.Seek(fd, offset, 0); err != nil {
+		w.closeListing()
+		return fmt.Errorf("listing processes from %d: %w", from, err)
+	}
+	if from > 0 {
 		inner := f
 		f = func(pid int, ino uint64) {
 			if pid >= from { // procfs lists nothing below; a check costs nothing
@@ -322,6 +337,7 @@ func (w *ProcessWatch) listFrom(from, to int, f func(pid int, ino uint64)) error
 			continue
 		}
 		if err != nil {
+			w.closeListing()
 			return fmt.Errorf("listing processes: %w", err)
 		}
 		if n <= 0 {
@@ -334,6 +350,13 @@ func (w *ProcessWatch) listFrom(from, to int, f func(pid int, ino uint64)) error
 		})
 	}
 	return nil
+}
+
+func (w *ProcessWatch) closeListing() {
+	if w.listFD >= 0 {
+		_ = unix.Close(w.listFD)
+		w.listFD = -1
+	}
 }
 
 // boundedDentBuf is the getdents buffer of a listing up to a pid: room for

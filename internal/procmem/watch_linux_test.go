@@ -138,14 +138,19 @@ func TestWatchReadsWhatChanged(t *testing.T) {
 	// (21).
 	mustWrite(t, dir+"/11/stat", fakeStat(11, "java", 10, 100, 10))
 	mustWrite(t, dir+"/21/stat", fakeStat(21, "java", 10, 200, 7))
+	// A kernel thread (PF_KTHREAD), new here, then passed by.
+	mustWrite(t, dir+"/3/stat", strings.Replace(fakeStat(3, "kworker/0:1", 2, 100, 0), " 4194304 ", " 2097152 ", 1))
 	before = w.Reads
 	table = scan(now.Add(RefreshEvery + time.Minute))
-	if got := w.Reads - before; got != 6 {
-		t.Errorf("refresh: %d reads, want every process (6)", got)
+	if got := w.Reads - before; got != 7 {
+		t.Errorf("refresh: %d reads, want every process (6) and the new kernel thread", got)
+	}
+	if p, ok := table.Seen(3); !ok || !p.KernelThread {
+		t.Fatalf("Seen(3) = %+v, %v: want a kernel thread", p, ok)
 	}
 	changed(table, true, "a refresh that found an exec and a new parent")
 	for _, pid := range table.PIDs() {
-		if want := pid == 11 || pid == 21; table.Recheck(pid) != want {
+		if want := pid == 11 || pid == 21 || pid == 3; table.Recheck(pid) != want {
 			t.Errorf("refresh: Recheck(%d) = %v, want %v", pid, table.Recheck(pid), want)
 		}
 	}
@@ -155,7 +160,7 @@ func TestWatchReadsWhatChanged(t *testing.T) {
 	before = w.Reads
 	table = scan(now.Add(2*RefreshEvery + 2*time.Minute))
 	if got := w.Reads - before; got != 6 {
-		t.Errorf("second refresh: %d reads, want every process (6)", got)
+		t.Errorf("second refresh: %d reads, want every process but the kernel thread (6)", got)
 	}
 	changed(table, false, "a refresh that found nothing changed")
 }
