@@ -13,6 +13,7 @@ import (
 
 	"github.com/executor-exporter/executor_exporter/internal/exits"
 	"github.com/executor-exporter/executor_exporter/internal/procmem"
+	"github.com/executor-exporter/executor_exporter/internal/quicksys"
 )
 
 // Exit is a JVM the tracker saw alive and then found gone, with what could
@@ -108,7 +109,7 @@ func ended(lives map[int]*life) map[int]bool {
 		return out
 	}
 	for {
-		_, err := unix.Poll(fds, 0)
+		_, err := quicksys.PollNow(fds)
 		if err == unix.EINTR {
 			continue
 		}

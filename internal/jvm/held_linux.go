@@ -4,6 +4,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/executor-exporter/executor_exporter/internal/hsperf"
+	"github.com/executor-exporter/executor_exporter/internal/quicksys"
 )
 
 // readHeld reads a JVM's hsperfdata through the file held open since it
@@ -23,7 +24,7 @@ func readHeld(fd int, buf []byte, used int) []byte {
 		return nil
 	}
 	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil || st.Nlink == 0 || st.Size > MaxHsperfBytes {
+	if err := quicksys.Fstat(fd, &st); err != nil || st.Nlink == 0 || st.Size > MaxHsperfBytes {
 		return nil
 	}
 	size := int(st.Size)
@@ -64,7 +65,7 @@ func preadTo(fd int, buf []byte, want int) ([]byte, bool) {
 		if want >= 0 {
 			end = min(end, want)
 		}
-		n, err := unix.Pread(fd, buf[len(buf):end], int64(len(buf)))
+		n, err := quicksys.Pread(fd, buf[len(buf):end], int64(len(buf)))
 		if err == unix.EINTR {
 			continue
 		}

@@ -193,7 +193,7 @@ func (r *CgroupReader) readFile(d *cgroupDir, name string) ([]byte, error) {
 		return nil, &fs.PathError{Op: "openat", Path: name, Err: err}
 	}
 	defer unix.Close(fd)
-	data, buf, err := preadAllLimit(fd, r.buf, maxCgroupFileSize)
+	data, buf, err := preadCgroup(fd, r.buf, maxCgroupFileSize)
 	r.buf = buf
 	if err != nil {
 		return nil, &fs.PathError{Op: "read", Path: name, Err: err}

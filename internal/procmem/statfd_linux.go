@@ -5,6 +5,8 @@ import (
 	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/executor-exporter/executor_exporter/internal/quicksys"
 )
 
 // maxStatFDs caps the stat files a watch keeps open: the JVMs and their
@@ -37,14 +39,14 @@ func (w *ProcessWatch) readStat(pid int, e *watched, asked, keep bool) ([]byte, 
 	if asked && e != nil {
 		e.asked, e.askedAt = w.gen, w.now
 	}
-	fd, err := unix.Openat(int(w.dir.Fd()), strconv.Itoa(pid)+"/stat", unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	fd, err := quicksys.Openat(int(w.dir.Fd()), strconv.Itoa(pid)+"/stat", unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW)
 	if err != nil {
 		return nil, err
 	}
 	data, buf, err := preadAll(fd, w.statBuf)
 	w.statBuf = buf
 	if err != nil || !keep {
-		_ = unix.Close(fd)
+		_ = quicksys.Close(fd)
 		return data, err
 	}
 	e.statFD = fd + 1
@@ -90,7 +92,7 @@ func (w *ProcessWatch) keepStatm(pid int, e *watched) {
 	if e.statmFD > 0 {
 		return
 	}
-	fd, err := unix.Openat(int(w.dir.Fd()), strconv.Itoa(pid)+"/statm", unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	fd, err := quicksys.Openat(int(w.dir.Fd()), strconv.Itoa(pid)+"/statm", unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW)
 	if err != nil {
 		return
 	}
@@ -117,11 +119,11 @@ func (w *ProcessWatch) releaseStatFDs() {
 
 func (w *ProcessWatch) releaseStat(pid int, e *watched) {
 	if e.statFD > 0 {
-		_ = unix.Close(e.statFD - 1)
+		_ = quicksys.Close(e.statFD - 1)
 		e.statFD = 0
 	}
 	if e.statmFD > 0 {
-		_ = unix.Close(e.statmFD - 1)
+		_ = quicksys.Close(e.statmFD - 1)
 		e.statmFD = 0
 	}
 	if w.statFDs[pid] == e {
@@ -140,21 +142,28 @@ func (w *ProcessWatch) Close() error {
 	return w.dir.Close()
 }
 
-// preadAll reads a small kernel-made file (procfs, cgroupfs) from offset
-// 0 into buf, growing it when the file does not fit, up to 64 KiB, and
-// returns the data and the buffer to reuse. Such a file is made anew by a
-// read at offset 0, so a descriptor can be kept and read again.
+// preadAll reads a small procfs file from offset 0 into buf, growing it
+// when the file does not fit, up to 64 KiB, and returns the data and the
+// buffer to reuse. Such a file is made anew by a read at offset 0, so a
+// descriptor can be kept and read again. procfs makes it on the spot,
+// never making the reader wait: the reads are raw (quicksys).
 func preadAll(fd int, buf []byte) (data, reuse []byte, err error) {
-	return preadAllLimit(fd, buf, 64<<10)
+	return preadAllWith(quicksys.Pread, fd, buf, 64<<10)
 }
 
-func preadAllLimit(fd int, buf []byte, limit int) (data, reuse []byte, err error) {
+// preadCgroup is preadAll for a cgroup's file, up to limit bytes, through
+// the scheduler: the kernel may flush the cgroup's statistics first.
+func preadCgroup(fd int, buf []byte, limit int) (data, reuse []byte, err error) {
+	return preadAllWith(unix.Pread, fd, buf, limit)
+}
+
+func preadAllWith(pread func(fd int, p []byte, offset int64) (int, error), fd int, buf []byte, limit int) (data, reuse []byte, err error) {
 	if len(buf) == 0 {
 		buf = make([]byte, 4096)
 	}
 	n := 0
 	for {
-		m, err := unix.Pread(fd, buf[n:], int64(n))
+		m, err := pread(fd, buf[n:], int64(n))
 		if err == unix.EINTR {
 			continue
 		}

@@ -206,7 +206,7 @@ func openChangedFile(dirfd int, name string) (*notifyFD, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, _, err := preadAll(fd, nil); err != nil {
+	if _, _, err := preadCgroup(fd, nil, 64<<10); err != nil {
 		_ = unix.Close(fd)
 		return nil, &fs.PathError{Op: "read", Path: name, Err: err}
 	}
@@ -367,7 +367,7 @@ func (n *UsageNotifier) acknowledge(f *notifyFD, events uint32) bool {
 		return err == nil // EAGAIN: nothing counted since the last read
 	case changedFile:
 		var err error
-		_, n.buf, err = preadAll(f.fd, n.buf)
+		_, n.buf, err = preadCgroup(f.fd, n.buf, 64<<10)
 		gone = err != nil
 	case pressureStall:
 		gone = events&(unix.EPOLLERR|unix.EPOLLHUP) != 0

@@ -13,6 +13,8 @@ import (
 
 	"github.com/prometheus/procfs"
 	"golang.org/x/sys/unix"
+
+	"github.com/executor-exporter/executor_exporter/internal/quicksys"
 )
 
 // A process's stat is read again on every scan while it is young, so that
@@ -200,7 +202,7 @@ func (w *ProcessWatch) Scan(now time.Time) (*ProcessTable, error) {
 			w.pids = append(w.pids, pid)
 		}
 		// A kernel thread never execs: the refresh passes it by.
-		due := refresh && !(e.ok && e.p.KernelThread)
+		due := refresh && (!e.ok || !e.p.KernelThread)
 		if due || !e.ok || now.Sub(e.p.StartTime) < YoungFor {
 			before, had := e.p, e.ok && now.Sub(e.p.StartTime) >= YoungFor
 			p, ok := t.Process(pid)
@@ -332,7 +334,7 @@ func (w *ProcessWatch) listFrom(from, to int, f func(pid int, ino uint64)) error
 		}
 	}
 	for !past {
-		n, err := unix.Getdents(fd, buf)
+		n, err := quicksys.Getdents(fd, buf)
 		if err == unix.EINTR {
 			continue
 		}
