@@ -92,7 +92,8 @@ type Heap struct {
 	// the window since an earlier sample; GCWindow 0 when unknown.
 	GCShare  float64
 	GCWindow time.Duration
-	// LiveShare is the heap's fill at the last read before the end (the
+	// LiveShare is the heap's fill at the last read before the end, or at
+	// the last that found it full when a later one found it emptied (the
 	// larger of what survived collections over the heap's max and the old
 	// generation over its own), LiveAgo before the counters stopped, and
 	// FullGCsSince the full collections between that read and the end;
@@ -103,6 +104,10 @@ type Heap struct {
 	LiveShare    float64
 	LiveAgo      time.Duration
 	FullGCsSince uint64
+	// LiveAfterFull: that read came after a full collection and before any
+	// other, so the fill it found is what the full collection left, and
+	// that collection counts among the ones that freed too little.
+	LiveAfterFull bool
 }
 
 // exhausted reports whether the heap rule holds, and the figures in words.
@@ -125,9 +130,17 @@ func (h Heap) exhausted() (bool, string) {
 	}
 	desc += " (" + h.Source + ")"
 	full := share >= HeapFullShare
-	if !full && h.LiveShare >= HeapFullShare && h.LiveAgo <= FullGCRecent && h.FullGCsSince >= FullGCsBeforeOOME {
+	failedFulls := h.FullGCsSince
+	if h.LiveAfterFull {
+		failedFulls++
+	}
+	if !full && h.LiveShare >= HeapFullShare && h.LiveAgo <= FullGCRecent && failedFulls >= FullGCsBeforeOOME {
 		full = true
-		desc += fmt.Sprintf(", but %.0f%% full at the last read %.1fs before the end, %d full collections since", 100*h.LiveShare, h.LiveAgo.Seconds(), h.FullGCsSince)
+		after := ""
+		if h.LiveAfterFull {
+			after = " right after a full collection"
+		}
+		desc += fmt.Sprintf(", but %.0f%% full at the last read %.1fs before the end%s, %d full collections since", 100*h.LiveShare, h.LiveAgo.Seconds(), after, h.FullGCsSince)
 	}
 	busy := (h.HasFullGC && h.FullGCAgo <= FullGCRecent) || (h.GCWindow >= MinGCWindow && h.GCShare >= GCBusyShare)
 	return full && busy, desc
@@ -183,7 +196,8 @@ const Lookback = time.Minute
 //  2. heap_exhausted: not SIGKILLed (the file was deleted, or cannot
 //     tell), and the heap or its old generation was full (HeapFullShare
 //     of its max) at the end, or at the last read within FullGCRecent of
-//     it with FullGCsBeforeOOME full collections since, while the JVM
+//     it with FullGCsBeforeOOME full collections since (the one the read
+//     came right after, if it did, among them), while the JVM
 //     collected hard (a full collection within FullGCRecent of the end, or
 //     GCBusyShare of the final window).
 //  3. interrupted: an interruption notice was pending.

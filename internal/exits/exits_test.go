@@ -38,6 +38,9 @@ func TestDecide(t *testing.T) {
 			h.LiveShare, h.LiveAgo, h.FullGCsSince = share, ago, fullGCs
 		}
 	}
+	afterFull := func(mod func(*Heap)) func(*Heap) {
+		return func(h *Heap) { mod(h); h.LiveAfterFull = true }
+	}
 	gcShare := func(share float64, window time.Duration) func(*Heap) {
 		return func(h *Heap) { h.GCShare, h.GCWindow = share, window }
 	}
@@ -88,6 +91,9 @@ func TestDecide(t *testing.T) {
 		// dropped what the task held, and a collection ran).
 		{"full at the last read, two full collections since", death(FileDeleted, heapAt(mib, lastRead(0.95, 3*time.Second, 2))), nil, nil, ReasonHeapExhausted},
 		{"full at the last read, one full collection since", death(FileDeleted, heapAt(mib, lastRead(0.95, 3*time.Second, 1))), nil, nil, ReasonExited},
+		{"full right after a full collection at the last read, one since", death(FileDeleted, heapAt(mib, afterFull(lastRead(0.95, 3*time.Second, 1)))), nil, nil, ReasonHeapExhausted},
+		{"full right after a full collection at the last read, none since", death(FileDeleted, heapAt(mib, afterFull(lastRead(0.95, 3*time.Second, 0)))), nil, nil, ReasonExited},
+		{"just below full right after a full collection", death(FileDeleted, heapAt(mib, afterFull(lastRead(HeapFullShare-0.001, 3*time.Second, 1)))), nil, nil, ReasonExited},
 		{"just below full at the last read", death(FileDeleted, heapAt(mib, lastRead(HeapFullShare-0.001, 3*time.Second, 2))), nil, nil, ReasonExited},
 		{"last read exactly FullGCRecent before the end", death(FileDeleted, heapAt(mib, lastRead(0.95, FullGCRecent, 2))), nil, nil, ReasonHeapExhausted},
 		{"last read longer ago", death(FileDeleted, heapAt(mib, lastRead(0.95, FullGCRecent+time.Millisecond, 2))), nil, nil, ReasonExited},

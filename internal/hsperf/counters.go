@@ -47,6 +47,7 @@ type collector struct {
 	seen               bool
 	name               string
 	invocations, ticks int64
+	lastExit           int64
 }
 
 func (c *counters) collect(entries []Entry) {
@@ -105,6 +106,7 @@ const (
 	tCollectorName
 	tCollectorInvocations
 	tCollectorTime
+	tCollectorLastExit
 )
 
 // Values of target.i for the two non-heap spaces, past any generation.
@@ -187,6 +189,8 @@ func gcTarget(name string) target {
 			return target{kind: tCollectorInvocations, i: uint8(n)}
 		case "time":
 			return target{kind: tCollectorTime, i: uint8(n)}
+		case "lastExitTime":
+			return target{kind: tCollectorLastExit, i: uint8(n)}
 		}
 	case strings.HasPrefix(name, "metaspace."):
 		return spaceTarget(name[len("metaspace."):], spaceMetaspace, 0)
@@ -275,6 +279,8 @@ func (c *counters) set(t target, typ Type, long int64, str string) {
 		c.collectors[t.i].invocations = long
 	case tCollectorTime:
 		c.collectors[t.i].ticks = long
+	case tCollectorLastExit:
+		c.collectors[t.i].lastExit = long
 	}
 }
 

@@ -168,7 +168,8 @@
 //     (max = its maxCapacity). NonHeapUsed/Committed/Max are Metaspace
 //     alone: class space is inside it (the MemoryMXBean sums both pools and
 //     so counts class space twice).
-//   - GCs: sun.gc.collector.N in N order: name, invocations, time / frequency.
+//   - GCs: sun.gc.collector.N in N order: name, invocations, time / frequency,
+//     lastExitTime (in ticks).
 //   - ClassesLoaded: loaded + shared loaded − unloaded − shared unloaded,
 //     as ClassLoadingMXBean.getLoadedClassCount (jstat -class's Loaded
 //     column does not subtract the unloaded ones).

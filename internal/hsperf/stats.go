@@ -25,6 +25,10 @@ type GC struct {
 	Name        string  // sun.gc.collector.N.name, e.g. "G1 young collection pauses"
 	Collections uint64  // sun.gc.collector.N.invocations
 	Seconds     float64 // sun.gc.collector.N.time / sun.os.hrt.frequency
+	// LastEnded is when the last collection ended, on the JVM's clock
+	// (sun.gc.collector.N.lastExitTime, in sun.os.hrt.ticks); 0 before the
+	// first.
+	LastEnded int64
 }
 
 // Stats is what an operator wants from a JVM's counters.
@@ -115,6 +119,7 @@ func (c *counters) stats() (Stats, error) {
 			Name:        col.name,
 			Collections: nonNegative(col.invocations),
 			Seconds:     float64(col.ticks) / freq,
+			LastEnded:   max(col.lastExit, 0),
 		})
 	}
 

@@ -32,7 +32,7 @@ func FuzzHeapAtEnd(f *testing.F) {
 		if err != nil {
 			return
 		}
-		h := heapAtEnd(snap, stats, [2]gcMark{{ticks: markTicks, gcSeconds: markGC}})
+		h := heapAtEnd(snap, stats, [2]gcMark{{ticks: markTicks, gcSeconds: markGC}}, gcMark{})
 		if h.Used != stats.HeapUsed || h.Max != stats.HeapMax || h.Known != (stats.HeapMax > 0) {
 			t.Fatalf("heap %+v from stats %+v", h, stats)
 		}
@@ -89,7 +89,7 @@ func TestHeapAtEndFixtures(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h := heapAtEnd(snap, stats, [2]gcMark{})
+		h := heapAtEnd(snap, stats, [2]gcMark{}, gcMark{})
 		t.Logf("%s: %+v", tc.file, h)
 		if !h.Known || h.OldMax == 0 || h.OldUsed > h.OldMax || h.GCWindow != 0 || !h.HasFullGC || h.FullGCAgo != tc.fullGCAgo {
 			t.Errorf("%s: heap %+v, want the full collection %v before the end", tc.file, h, tc.fullGCAgo)

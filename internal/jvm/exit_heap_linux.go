@@ -13,7 +13,7 @@ import (
 
 // finalHeap reads the counters a dead JVM left in its file, from its
 // start whatever was read before.
-func finalHeap(fd int, size int64, marks [2]gcMark) (exits.Heap, error) {
+func finalHeap(fd int, size int64, marks [2]gcMark, fullRead gcMark) (exits.Heap, error) {
 	if size > MaxHsperfBytes {
 		return exits.Heap{}, ErrTooLarge
 	}
@@ -30,14 +30,17 @@ func finalHeap(fd int, size int64, marks [2]gcMark) (exits.Heap, error) {
 	if err != nil {
 		return exits.Heap{}, err
 	}
-	return heapAtEnd(snap, stats, marks), nil
+	return heapAtEnd(snap, stats, marks, fullRead), nil
 }
 
 // heapAtEnd interprets a JVM's last counters: its heap, when its last full
-// collection ended relative to its clock's last tick, and the share of
-// time spent collecting since the newest mark at least exits.MinGCWindow
-// before the end.
-func heapAtEnd(snap *hsperf.Snapshot, stats hsperf.Stats, marks [2]gcMark) exits.Heap {
+// collection ended relative to its clock's last tick, the share of time
+// spent collecting since the newest mark at least exits.MinGCWindow before
+// the end, and how full the heap was at the last read, or at fullRead, the
+// last read that found it full, when a later one found it emptied: a
+// JVM's shutdown, after the task that filled the heap has gone, can take
+// longer than the interval between two reads.
+func heapAtEnd(snap *hsperf.Snapshot, stats hsperf.Stats, marks [2]gcMark, fullRead gcMark) exits.Heap {
 	h := exits.Heap{Known: stats.HeapMax > 0, Source: "final counters", Used: stats.HeapUsed, Max: stats.HeapMax}
 	for _, p := range stats.Pools {
 		if p.Area == hsperf.AreaHeap && isOldPool(p.Name) {
@@ -77,8 +80,12 @@ func heapAtEnd(snap *hsperf.Snapshot, stats hsperf.Stats, marks [2]gcMark) exits
 	for _, g := range stats.GCs {
 		gc += g.Seconds
 	}
-	if m := marks[0]; m.ticks > 0 && m.ticks <= ticks && m.liveShare > 0 {
-		h.LiveShare, h.LiveAgo = m.liveShare, seconds(ticks-m.ticks)
+	m := marks[0]
+	if m.liveShare < exits.HeapFullShare && fullRead.ticks > 0 {
+		m = fullRead
+	}
+	if m.ticks > 0 && m.ticks <= ticks && m.liveShare > 0 {
+		h.LiveShare, h.LiveAgo, h.LiveAfterFull = m.liveShare, seconds(ticks-m.ticks), m.afterFull
 		if n := fullCollections(&stats); n > m.fullGCs {
 			h.FullGCsSince = n - m.fullGCs
 		}
@@ -106,6 +113,21 @@ func isFullCollector(name string) bool {
 		return true
 	}
 	return strings.Contains(strings.ToLower(name), "full")
+}
+
+// lastCollectionFull reports whether the JVM's last collection was a full
+// one: nothing has been collected or promoted since, so the heap holds what
+// that collection left, plus what was allocated since.
+func lastCollectionFull(s *hsperf.Stats) bool {
+	var full, other int64
+	for _, g := range s.GCs {
+		if isFullCollector(g.Name) {
+			full = max(full, g.LastEnded)
+		} else {
+			other = max(other, g.LastEnded)
+		}
+	}
+	return full > 0 && full >= other
 }
 
 // liveShare is how full a read found the heap: the larger of its live

@@ -55,6 +55,7 @@ type life struct {
 	// for unlinkedGrace after it had its file deleted by something else.
 	unlinkedSince time.Time
 	marks         [2]gcMark
+	fullRead      gcMark // the last read that found the heap full
 	// root (the JVM's view of /tmp) and euid say which JVMs share its
 	// hsperfdata directory: one of them starting deletes its file once it
 	// is gone.
@@ -68,6 +69,7 @@ type gcMark struct {
 	ticks     int64
 	gcSeconds float64
 	liveShare float64 // exits.Heap.LiveShare at this read
+	afterFull bool    // exits.Heap.LiveAfterFull
 	fullGCs   uint64  // full collections so far
 }
 
@@ -200,6 +202,9 @@ func (e *ends) observe(c *Candidate, p procmem.Process, euid uint32, root *rootK
 	l.last, l.lastAlive = j.Sample, now
 	if c != nil {
 		l.marks[1], l.marks[0] = l.marks[0], mark
+		if mark.liveShare >= exits.HeapFullShare {
+			l.fullRead = mark
+		}
 	}
 	l.checkUnlinked(now)
 }
@@ -327,7 +332,7 @@ func death(pid int, l *life, now time.Time) exits.Death {
 			d.File = exits.FileLeftBehind
 		}
 	}
-	if final, err := finalHeap(l.fd, st.Size, l.marks); err == nil {
+	if final, err := finalHeap(l.fd, st.Size, l.marks, l.fullRead); err == nil {
 		d.Heap = final
 	}
 	return d

@@ -139,9 +139,11 @@ func TestTrackerExits(t *testing.T) {
 		{
 			// The task's data goes with its stack as the error unwinds, and
 			// a collection empties the heap before the exit: full at the last
-			// read, not at the end.
+			// read, not at the end. The heap fills at 10 MiB/s, so that its
+			// last tenth lasts a few of the tracker's 100 ms readings, as a
+			// real executor's last seconds of collecting do.
 			name: "heap exhausted, emptied on the way out", jvmArgs: []string{"-Xmx64m", "-XX:+UseG1GC"},
-			args:     []string{"--spark-exit", "--free-on-oome", "--heap-mb", "1000", "--step-mb", "1", "--step-ms", "40", "--churn"},
+			args:     []string{"--spark-exit", "--free-on-oome", "--heap-mb", "1000", "--step-mb", "1", "--step-ms", "100", "--churn"},
 			wantCode: 52, wantFile: exits.FileDeleted, want: exits.ReasonHeapExhausted, emptied: true,
 		},
 		{
@@ -181,7 +183,7 @@ func TestTrackerExits(t *testing.T) {
 				t.Errorf("times: %+v", e.Death)
 			}
 			if v := exits.Decide(e.Death, nil, nil); v.Reason != tc.want {
-				t.Errorf("reason %q, want %q: %s", v.Reason, tc.want, v.Evidence)
+				t.Errorf("reason %q, want %q: %s; %+v", v.Reason, tc.want, v.Evidence, e.Death.Heap)
 			} else {
 				t.Logf("%s: %s", v.Reason, v.Evidence)
 			}

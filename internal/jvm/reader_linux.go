@@ -97,7 +97,7 @@ func (r *reader) read(c Candidate, proc procmem.Process, id identityEntry, held 
 		Stats:        stats,
 		Counters:     CountersHsperf,
 	}
-	return j, gcMark{ticks: ticks, gcSeconds: gcSeconds(stats), liveShare: liveShare(&stats, live), fullGCs: fullCollections(&stats)}, "", nil
+	return j, gcMark{ticks: ticks, gcSeconds: gcSeconds(stats), liveShare: liveShare(&stats, live), afterFull: lastCollectionFull(&stats), fullGCs: fullCollections(&stats)}, "", nil
 }
 
 // bare reads a JVM without hsperfdata: what needs no counters, the
