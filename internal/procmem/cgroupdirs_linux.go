@@ -51,9 +51,16 @@ type cgroupDirKey struct {
 }
 
 type cgroupDir struct {
-	f    *os.File
-	dir  string // relative to sysfs
-	used uint64 // the scan that last read it
+	f     *os.File
+	dir   string // relative to sysfs
+	used  uint64 // the scan that last read it
+	files keptFiles
+}
+
+// close closes the directory and the files kept beneath it.
+func (d *cgroupDir) close() {
+	d.files.closeAll()
+	_ = d.f.Close()
 }
 
 // NewCgroupReader returns a reader of the memory cgroups of the processes
@@ -124,14 +131,14 @@ func (r *CgroupReader) Read(pid int, cgroupFile string) (CgroupMemory, error) {
 	}
 	d := &cgroupDir{f: f, dir: dir, used: r.gen}
 	if err := r.readFiles(d, files, &m); err != nil {
-		_ = f.Close()
+		d.close()
 		return CgroupMemory{}, missingMeansGone(r.procPath, pid, named(err))
 	}
 	m.Dir = dir
 	if len(r.dirs) < r.maxDirs {
 		r.dirs[key] = d
 	} else {
-		_ = f.Close()
+		d.close()
 	}
 	return m, nil
 }
@@ -172,7 +179,7 @@ func (r *CgroupReader) Close() error {
 
 func (r *CgroupReader) drop(k cgroupDirKey) {
 	if d := r.dirs[k]; d != nil {
-		_ = d.f.Close()
+		d.close()
 		delete(r.dirs, k)
 	}
 }
@@ -183,19 +190,29 @@ func (r *CgroupReader) readFiles(d *cgroupDir, files cgroupFiles, m *CgroupMemor
 }
 
 // readFile reads a file of the directory into the reader's buffer, valid
-// until the next read.
+// until the next read. The file is opened once and kept with the
+// directory: a pread from offset 0 makes cgroupfs produce it afresh, and
+// an open and a close cost more than the read of any file but memory.stat
+// (BenchmarkCgroupFile), six times per reading of a JVM with a cgroup of
+// its own. A file of a removed cgroup reads ENODEV, which the caller
+// takes as the directory gone, as it does an open that finds no file.
 func (r *CgroupReader) readFile(d *cgroupDir, name string) ([]byte, error) {
-	fd, err := unix.Openat(int(d.f.Fd()), name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
-	if err == unix.ELOOP {
-		return r.readFileFollowing(d, name)
+	fd, kept := d.files.fd(name)
+	if !kept {
+		var err error
+		fd, err = unix.Openat(int(d.f.Fd()), name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+		if err == unix.ELOOP {
+			return r.readFileFollowing(d, name)
+		}
+		if err != nil {
+			return nil, &fs.PathError{Op: "openat", Path: name, Err: err}
+		}
+		d.files.keep(name, fd)
 	}
-	if err != nil {
-		return nil, &fs.PathError{Op: "openat", Path: name, Err: err}
-	}
-	defer unix.Close(fd)
 	data, buf, err := preadCgroup(fd, r.buf, maxCgroupFileSize)
 	r.buf = buf
 	if err != nil {
+		d.files.drop(name)
 		return nil, &fs.PathError{Op: "read", Path: name, Err: err}
 	}
 	return data, nil

@@ -65,6 +65,18 @@ func TestCgroupReaderClosesUnusedDirs(t *testing.T) {
 	if na, nb := testenv.OpenFDsOn(t, a.Dir), testenv.OpenFDsOn(t, b.Dir); na != 1 || nb != 1 {
 		t.Fatalf("after a scan that read both: %d and %d descriptors open on their directories, want 1 and 1", na, nb)
 	}
+	// The files a reading takes are kept with the directory, and read
+	// again through the same descriptors.
+	files := testenv.OpenFDsBeneath(t, a.Dir)
+	if files == 0 {
+		t.Fatalf("no descriptor kept on the files of %s", a.Dir)
+	}
+	if m := readLive(t, r, pa); m.Limit != 64<<20 {
+		t.Fatalf("read again through kept files: %+v", m)
+	}
+	if again := testenv.OpenFDsBeneath(t, a.Dir); again != files {
+		t.Fatalf("%d descriptors on the files of %s after reading it again, %d before", again, a.Dir, files)
+	}
 	readLive(t, r, pa)
 	if nb := testenv.OpenFDsOn(t, b.Dir); nb != 1 {
 		t.Fatalf("closed before the scan ended: %d descriptors on %s", nb, b.Dir)
@@ -73,11 +85,14 @@ func TestCgroupReaderClosesUnusedDirs(t *testing.T) {
 	if na, nb := testenv.OpenFDsOn(t, a.Dir), testenv.OpenFDsOn(t, b.Dir); na != 1 || nb != 0 {
 		t.Errorf("after a scan that read only %s: %d and %d descriptors open, want 1 and 0", a.Path, na, nb)
 	}
+	if nb := testenv.OpenFDsBeneath(t, b.Dir); nb != 0 {
+		t.Errorf("%d descriptors left on the files of the closed %s", nb, b.Dir)
+	}
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if na := testenv.OpenFDsOn(t, a.Dir); na != 0 {
-		t.Errorf("after Close: %d descriptors open on %s", na, a.Dir)
+	if na, files := testenv.OpenFDsOn(t, a.Dir), testenv.OpenFDsBeneath(t, a.Dir); na != 0 || files != 0 {
+		t.Errorf("after Close: %d descriptors open on %s and %d on its files", na, a.Dir, files)
 	}
 	// Used again after Close, it opens what it needs.
 	if m := readLive(t, r, pb); m.Path != b.Path || m.Limit != 64<<20 {
@@ -98,6 +113,9 @@ func TestCgroupReaderCap(t *testing.T) {
 		}
 		if na, nb := testenv.OpenFDsOn(t, a.Dir), testenv.OpenFDsOn(t, b.Dir); na != 1 || nb != 0 {
 			t.Errorf("%d and %d descriptors open, want 1 (kept) and 0 (over the cap)", na, nb)
+		}
+		if fa, fb := testenv.OpenFDsBeneath(t, a.Dir), testenv.OpenFDsBeneath(t, b.Dir); fa == 0 || fb != 0 {
+			t.Errorf("%d and %d descriptors on their files, want some (kept) and 0 (over the cap)", fa, fb)
 		}
 		r.EndScan(nil)
 	}
