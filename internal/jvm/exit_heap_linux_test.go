@@ -7,8 +7,12 @@ import (
 )
 
 func TestLastCollectionFull(t *testing.T) {
-	young := func(ended int64) hsperf.GC { return hsperf.GC{Name: "G1 young collection pauses", Collections: 3, LastEnded: ended} }
-	full := func(ended int64) hsperf.GC { return hsperf.GC{Name: "G1 full collection pauses", Collections: 2, LastEnded: ended} }
+	young := func(ended int64) hsperf.GC {
+		return hsperf.GC{Name: "G1 young collection pauses", Collections: 3, LastEnded: ended}
+	}
+	full := func(ended int64) hsperf.GC {
+		return hsperf.GC{Name: "G1 full collection pauses", Collections: 2, LastEnded: ended}
+	}
 	for _, tc := range []struct {
 		name string
 		gcs  []hsperf.GC
