@@ -22,7 +22,7 @@
 #                 JDK's own reader of the same counters, the anchor
 #
 # The JVMs are past their first minute (start-up is sampled more often on
-# purpose) before the first phase. BASE=<rev> adds that revision's build
+# purpose) and their base breakdowns before the first phase. BASE=<rev> adds that revision's build
 # as a server of its own ("base"). Needs root (apt-get), OpenJDK 17, python3.
 #
 #   bench/interval.sh                     # 100 JVMs, WINDOW=300
@@ -121,6 +121,19 @@ start_jvms "$jvms" 1
 served() { curl -sf http://127.0.0.1:19482/metrics | grep -c '^executor_jvm_info' || true; }
 for _ in $(seq 600); do [ "$(served)" -ge "$jvms" ] && break; sleep 0.5; done
 sleep 75 # past every JVM's start-up
+# and past the base breakdown of each, taken once its first minute is
+# over: the smaps reads stand still for 15 s (3 minutes more at most).
+smaps_reads() {
+  curl -sf http://127.0.0.1:19482/metrics |
+    awk -F'[{}" ]+' '/^executor_jvm_native_memory_reads_total\{file="smaps"\}/ {print $4}'
+}
+last=""
+for _ in $(seq 12); do
+  now="$(smaps_reads || true)"
+  [ -n "$now" ] && [ "$now" = "$last" ] && break
+  last="$now"
+  sleep 15
+done
 
 counters() { # the exporter's own counts of what it read
   curl -sf http://127.0.0.1:19482/metrics |
