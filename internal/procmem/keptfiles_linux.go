@@ -3,8 +3,11 @@ package procmem
 import "golang.org/x/sys/unix"
 
 // keptFiles holds descriptors of one directory's files by name, for a
-// cgroupDir: a handful per directory, so a slice beats a map.
-// Not safe for concurrent use.
+// cgroupDir: six at most, looked up in order. Unlike KeptFile, it never
+// opens a file itself (its caller opens it beneath the directory, without
+// following a symlink) nor opens one again after a failed read: a
+// removed cgroup's file must fail, so that its directory is looked up
+// afresh. Not safe for concurrent use.
 type keptFiles struct {
 	names []string
 	fds   []int
