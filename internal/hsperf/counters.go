@@ -44,10 +44,10 @@ type space struct {
 }
 
 type collector struct {
-	seen               bool
-	name               string
-	invocations, ticks int64
-	lastExit           int64
+	seen                bool
+	name                string
+	invocations, ticks  int64
+	lastEntry, lastExit int64
 }
 
 func (c *counters) collect(entries []Entry) {
@@ -106,6 +106,7 @@ const (
 	tCollectorName
 	tCollectorInvocations
 	tCollectorTime
+	tCollectorLastEntry
 	tCollectorLastExit
 )
 
@@ -189,6 +190,8 @@ func gcTarget(name string) target {
 			return target{kind: tCollectorInvocations, i: uint8(n)}
 		case "time":
 			return target{kind: tCollectorTime, i: uint8(n)}
+		case "lastEntryTime":
+			return target{kind: tCollectorLastEntry, i: uint8(n)}
 		case "lastExitTime":
 			return target{kind: tCollectorLastExit, i: uint8(n)}
 		}
@@ -279,6 +282,8 @@ func (c *counters) set(t target, typ Type, long int64, str string) {
 		c.collectors[t.i].invocations = long
 	case tCollectorTime:
 		c.collectors[t.i].ticks = long
+	case tCollectorLastEntry:
+		c.collectors[t.i].lastEntry = long
 	case tCollectorLastExit:
 		c.collectors[t.i].lastExit = long
 	}

@@ -169,7 +169,7 @@
 //     alone: class space is inside it (the MemoryMXBean sums both pools and
 //     so counts class space twice).
 //   - GCs: sun.gc.collector.N in N order: name, invocations, time / frequency,
-//     lastExitTime (in ticks).
+//     lastExitTime and lastEntryTime (in ticks).
 //   - ClassesLoaded: loaded + shared loaded − unloaded − shared unloaded,
 //     as ClassLoadingMXBean.getLoadedClassCount (jstat -class's Loaded
 //     column does not subtract the unloaded ones).

@@ -67,8 +67,8 @@ func TestStatsSyntheticLayouts(t *testing.T) {
 			},
 			heapMax: xmx, // not 2 * xmx
 			collector: []GC{
-				{"ZGC minor collection pauses", 7, 0.5, 0},
-				{"ZGC major collection pauses", 2, 0, 0},
+				{"ZGC minor collection pauses", 7, 0.5, 0, 0},
+				{"ZGC major collection pauses", 2, 0, 0, 0},
 			},
 		},
 		{

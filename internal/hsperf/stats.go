@@ -29,6 +29,21 @@ type GC struct {
 	// (sun.gc.collector.N.lastExitTime, in sun.os.hrt.ticks); 0 before the
 	// first.
 	LastEnded int64
+	// LastStarted is when the last collection started
+	// (sun.gc.collector.N.lastEntryTime). The JVM counts a collection in
+	// Collections when it starts, so one is under way while LastStarted is
+	// after LastEnded.
+	LastStarted int64
+}
+
+// Completed is the number of collections that have ended: a read can land
+// in the middle of one, when the heap's figures are still those of before
+// it.
+func (g GC) Completed() uint64 {
+	if g.LastStarted > g.LastEnded && g.Collections > 0 {
+		return g.Collections - 1
+	}
+	return g.Collections
 }
 
 // Stats is what an operator wants from a JVM's counters.
@@ -120,6 +135,7 @@ func (c *counters) stats() (Stats, error) {
 			Collections: nonNegative(col.invocations),
 			Seconds:     float64(col.ticks) / freq,
 			LastEnded:   max(col.lastExit, 0),
+			LastStarted: max(col.lastEntry, 0),
 		})
 	}
 

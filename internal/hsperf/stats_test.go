@@ -34,9 +34,9 @@ var goldenStats = map[string]Stats{
 			{"Compressed Class Space", AreaNonHeap, 1178128, 1310720, unboundedCCS},
 		},
 		GCs: []GC{
-			{"G1 young collection pauses", 1, 0.010190597, 1811352811},
-			{"G1 full collection pauses", 1, 0.060567082, 1874849524},
-			{"G1 concurrent cycle pauses", 0, 0, 0},
+			{"G1 young collection pauses", 1, 0.010190597, 1811352811, 1801162755},
+			{"G1 full collection pauses", 1, 0.060567082, 1874849524, 1814283103},
+			{"G1 concurrent cycle pauses", 0, 0, 0, 0},
 		},
 		ThreadsLive: 6, ThreadsDaemon: 5, ClassesLoaded: 2389,
 		SafepointSeconds: 0.075262786, StartTime: time.UnixMilli(1795447095540),
@@ -53,9 +53,9 @@ var goldenStats = map[string]Stats{
 			{"Compressed Class Space", AreaNonHeap, 1178128, 1310720, unboundedCCS},
 		},
 		GCs: []GC{
-			{"G1 young collection pauses", 14, 0.513428771, 8336570917},
-			{"G1 full collection pauses", 1, 0.14221718, 8179406693},
-			{"G1 concurrent cycle pauses", 0, 0, 0},
+			{"G1 young collection pauses", 14, 0.513428771, 8336570917, 8328127523},
+			{"G1 full collection pauses", 1, 0.14221718, 8179406693, 8037189974},
+			{"G1 concurrent cycle pauses", 0, 0, 0, 0},
 		},
 		ThreadsLive: 6, ThreadsDaemon: 5, ClassesLoaded: 2389,
 		SafepointSeconds: 0.667699074, StartTime: time.UnixMilli(1795383766187),
@@ -72,8 +72,8 @@ var goldenStats = map[string]Stats{
 			{"Compressed Class Space", AreaNonHeap, 1178632, 1310720, unboundedCCS},
 		},
 		GCs: []GC{
-			{"Parallel young collection pauses", 26, 0.903030618, 7412554836},
-			{"Parallel full collection pauses", 1, 0.125978549, 7345413311},
+			{"Parallel young collection pauses", 26, 0.903030618, 7412554836, 7410757141},
+			{"Parallel full collection pauses", 1, 0.125978549, 7345413311, 7219435553},
 		},
 		ThreadsLive: 6, ThreadsDaemon: 5, ClassesLoaded: 2384,
 		SafepointSeconds: 1.044521787, StartTime: time.UnixMilli(1795383766072),
@@ -90,8 +90,8 @@ var goldenStats = map[string]Stats{
 			{"Compressed Class Space", AreaNonHeap, 1178632, 1310720, unboundedCCS},
 		},
 		GCs: []GC{
-			{"Serial young collection pauses", 18, 0.231552295, 7057729255},
-			{"Serial full collection pauses", 1, 0.012632459, 7054708233},
+			{"Serial young collection pauses", 18, 0.231552295, 7057729255, 7057603557},
+			{"Serial full collection pauses", 1, 0.012632459, 7054708233, 7042076344},
 		},
 		ThreadsLive: 6, ThreadsDaemon: 5, ClassesLoaded: 2384,
 		SafepointSeconds: 0.27589651, StartTime: time.UnixMilli(1795383766218),
@@ -106,7 +106,7 @@ var goldenStats = map[string]Stats{
 			{"Compressed Class Space", AreaNonHeap, 1182040, 1310720, unboundedCCS},
 		},
 		GCs: []GC{
-			{"Z concurrent cycle pauses", 96, 0.001031159, 9631590264},
+			{"Z concurrent cycle pauses", 96, 0.001031159, 9631590264, 9631583170},
 		},
 		ThreadsLive: 6, ThreadsDaemon: 5, ClassesLoaded: 2381,
 		SafepointSeconds: 0.045026455, StartTime: time.UnixMilli(1795383766392),
@@ -121,8 +121,8 @@ var goldenStats = map[string]Stats{
 			{"Compressed Class Space", AreaNonHeap, 1182288, 1310720, unboundedCCS},
 		},
 		GCs: []GC{
-			{"Shenandoah partial", 0, 0, 0},
-			{"Shenandoah full", 222, 1.916044617, 8303596415},
+			{"Shenandoah partial", 0, 0, 0, 0},
+			{"Shenandoah full", 222, 1.916044617, 8303596415, 8303587057},
 		},
 		ThreadsLive: 6, ThreadsDaemon: 5, ClassesLoaded: 2381,
 		SafepointSeconds: 0.024509033, StartTime: time.UnixMilli(1795383766392),
@@ -323,6 +323,23 @@ func TestStatsStringsDetached(t *testing.T) {
 	for _, str := range []string{st.VMVersion, st.JavaCommand, st.VMArgs, st.GCs[0].Name} {
 		if p := uintptr(unsafe.Pointer(unsafe.StringData(str))); p >= lo && p < hi {
 			t.Errorf("%q points into the snapshot's copy of the file", str)
+		}
+	}
+}
+
+func TestGCCompleted(t *testing.T) {
+	for _, tc := range []struct {
+		gc   GC
+		want uint64
+	}{
+		{GC{Collections: 3, LastStarted: 50, LastEnded: 60}, 3},
+		{GC{Collections: 3, LastStarted: 70, LastEnded: 60}, 2}, // counted when it started
+		{GC{Collections: 1, LastStarted: 70, LastEnded: 0}, 0},  // the first, under way
+		{GC{Collections: 0}, 0},
+		{GC{Collections: 0, LastStarted: 5}, 0}, // inconsistent counters: never below zero
+	} {
+		if got := tc.gc.Completed(); got != tc.want {
+			t.Errorf("%+v: %d, want %d", tc.gc, got, tc.want)
 		}
 	}
 }

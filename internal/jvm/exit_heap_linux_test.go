@@ -30,3 +30,24 @@ func TestLastCollectionFull(t *testing.T) {
 		}
 	}
 }
+
+// A read in the middle of HotSpot's second failing full collection finds
+// the heap as the first left it; the second must count among the ones
+// after that read, or the rule sees one failed collection where there were
+// two.
+func TestFullCollectionsUnderWay(t *testing.T) {
+	young := hsperf.GC{Name: "G1 young collection pauses", Collections: 9, LastStarted: 100, LastEnded: 110}
+	underWay := hsperf.GC{Name: "G1 full collection pauses", Collections: 2, LastStarted: 300, LastEnded: 200}
+	ended := hsperf.GC{Name: "G1 full collection pauses", Collections: 2, LastStarted: 300, LastEnded: 400}
+	atRead := &hsperf.Stats{GCs: []hsperf.GC{young, underWay}}
+	atEnd := &hsperf.Stats{GCs: []hsperf.GC{young, ended}}
+	if got := fullCollections(atRead); got != 1 {
+		t.Errorf("at the read: %d full collections, want 1 (the second is under way)", got)
+	}
+	if got := fullCollections(atEnd); got != 2 {
+		t.Errorf("at the end: %d full collections, want 2", got)
+	}
+	if !lastCollectionFull(atRead) {
+		t.Error("the read's figures are what the first full collection left")
+	}
+}

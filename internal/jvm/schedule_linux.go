@@ -127,13 +127,14 @@ func seconds(s float64) time.Duration {
 
 func treeRSS(j *JVM) uint64 { return j.RSSJVM + j.RSSPython + j.RSSOther }
 
-// fullCollections counts the collections of the collectors that collect
-// the whole heap.
+// fullCollections counts the ended collections of the collectors that
+// collect the whole heap: one under way has not yet changed the heap's
+// figures read with it.
 func fullCollections(s *hsperf.Stats) uint64 {
 	var n uint64
 	for _, g := range s.GCs {
 		if isFullCollector(g.Name) {
-			n += uint64(g.Collections)
+			n += g.Completed()
 		}
 	}
 	return n
