@@ -217,7 +217,9 @@ func (l *life) checkUnlinked(now time.Time) {
 		return
 	}
 	var st unix.Stat_t
-	if err := unix.Fstat(l.fd, &st); err != nil || st.Nlink > 0 {
+	// Raw: the fstat of a held file never waits, and it is made at every
+	// reading of every JVM (quicksys).
+	if err := quicksys.Fstat(l.fd, &st); err != nil || st.Nlink > 0 {
 		return
 	}
 	if l.unlinkedSince.IsZero() {

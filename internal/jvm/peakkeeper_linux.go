@@ -3,8 +3,6 @@ package jvm
 import (
 	"time"
 
-	"github.com/prometheus/procfs"
-
 	"github.com/executor-exporter/executor_exporter/internal/nativemem"
 	"github.com/executor-exporter/executor_exporter/internal/procmem"
 )
@@ -22,8 +20,8 @@ const residentPeakBackstop = 5 * time.Minute
 
 // peakKeeper carries each JVM's peaks from read to read.
 type peakKeeper struct {
-	proc  procfs.FS
-	byPID map[int]*peakMark
+	status *procmem.PeakReader
+	byPID  map[int]*peakMark
 }
 
 type peakMark struct {
@@ -37,10 +35,11 @@ type peakMark struct {
 }
 
 func newPeakKeeper(procPath string) *peakKeeper {
-	// NewTracker has checked procPath; a bad one fails every read here.
-	fs, _ := procfs.NewFS(procPath)
-	return &peakKeeper{proc: fs, byPID: map[int]*peakMark{}}
+	return &peakKeeper{status: procmem.NewPeakReader(procPath), byPID: map[int]*peakMark{}}
 }
+
+// close closes what the status reads keep open.
+func (k *peakKeeper) close() { _ = k.status.Close() }
 
 // update sets j.Peaks to the peaks so far, this read's included.
 func (k *peakKeeper) update(j *JVM, start time.Time, now time.Time) {
@@ -94,15 +93,11 @@ const peakMoveBytes = 8 << 20
 // residentPeak reads the process's VmHWM; a process gone or a kernel
 // without the field leaves the sampled figure.
 func (k *peakKeeper) residentPeak(pid int) (uint64, bool) {
-	p, err := k.proc.Proc(pid)
-	if err != nil {
+	hwm, err := k.status.ResidentPeak(pid)
+	if err != nil || hwm == 0 {
 		return 0, false
 	}
-	st, err := p.NewStatus()
-	if err != nil || st.VmHWM == 0 {
-		return 0, false
-	}
-	return st.VmHWM, true
+	return hwm, true
 }
 
 // forget drops the processes the table no longer knows.

@@ -151,8 +151,9 @@ func (r *reader) forget(table *procmem.ProcessTable, kept map[int]*JVM) {
 	r.forgetCgroupFiles(table, kept)
 }
 
-// close closes the cgroup directories kept open.
+// close closes the cgroup directories and the procfs directory kept open.
 func (r *reader) close() {
+	r.peaks.close()
 	if r.cgroups != nil {
 		_ = r.cgroups.Close()
 		r.cgroups = nil

@@ -3,8 +3,10 @@ package procmem
 import (
 	"bufio"
 	"errors"
+	"math"
 	"os"
 	"path"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -118,6 +120,34 @@ func FuzzParseNetstatOctets(f *testing.F) {
 		rin, rout, ok := refNetstatOctets(data)
 		if (err == nil) != ok || in != rin || out != rout {
 			t.Fatalf("%q: got %d %d, %v; the plain reading gives %d %d, %v", truncate(string(data), 200), in, out, err, rin, rout, ok)
+		}
+	})
+}
+
+// parseStatusHWM returns a value or an error, never panics, and agrees with
+// a plain reading of the line.
+func FuzzParseStatusHWM(f *testing.F) {
+	f.Add([]byte("Name:\tjava\nVmHWM:\t  102400 kB\nVmRSS:\t 51200 kB\n"))
+	f.Add([]byte("VmHWM:\t 18014398509481983 kB"))
+	f.Add([]byte("VmHWM: 1 kB\nVmHWM: 2 kB\n"))
+	f.Add([]byte("VmHWM:\t+1 kB\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := parseStatusHWM(data)
+		var want uint64
+		found := false
+		for _, line := range strings.Split(string(data), "\n") {
+			if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+				fields := strings.Fields(rest)
+				if len(fields) == 2 && fields[1] == "kB" {
+					if v, perr := strconv.ParseUint(fields[0], 10, 64); perr == nil && v <= math.MaxUint64/1024 {
+						want, found = v*1024, true
+					}
+				}
+				break
+			}
+		}
+		if found != (err == nil) || got != want {
+			t.Fatalf("%q: %d, %v; a plain reading: %d, found %v", data, got, err, want, found)
 		}
 	})
 }

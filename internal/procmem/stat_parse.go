@@ -146,3 +146,30 @@ func parseStatmResident(b []byte) (uint64, error) {
 	}
 	return uint64(v), nil
 }
+
+// parseStatusHWM returns the VmHWM line of /proc/<pid>/status in bytes
+// ("VmHWM:\t  123456 kB"). A kernel thread's status has none.
+func parseStatusHWM(b []byte) (uint64, error) {
+	const key = "VmHWM:"
+	for len(b) > 0 {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		if !bytes.HasPrefix(line, []byte(key)) {
+			continue
+		}
+		fields := bytes.Fields(line[len(key):])
+		if len(fields) != 2 || string(fields[1]) != "kB" {
+			return 0, fmt.Errorf("status: VmHWM %q", truncate(string(line), 64))
+		}
+		v, err := parseDecimal(fields[0])
+		if err != nil || v > math.MaxUint64/1024 {
+			return 0, fmt.Errorf("status: VmHWM %q", truncate(string(line), 64))
+		}
+		return v * 1024, nil
+	}
+	return 0, errors.New("status: no VmHWM")
+}

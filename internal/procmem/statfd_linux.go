@@ -151,10 +151,12 @@ func preadAll(fd int, buf []byte) (data, reuse []byte, err error) {
 	return preadAllWith(quicksys.Pread, fd, buf, 64<<10)
 }
 
-// preadCgroup is preadAll for a cgroup's file, up to limit bytes, through
-// the scheduler: the kernel may flush the cgroup's statistics first.
+// preadCgroup is preadAll for a cgroup's file, up to limit bytes. The
+// kernel may flush the cgroup tree's statistics before it answers: work
+// on the CPU that grows with the tree, never a wait for a device or
+// another process, so the reads are raw as well (quicksys).
 func preadCgroup(fd int, buf []byte, limit int) (data, reuse []byte, err error) {
-	return preadAllWith(unix.Pread, fd, buf, limit)
+	return preadAllWith(quicksys.Pread, fd, buf, limit)
 }
 
 func preadAllWith(pread func(fd int, p []byte, offset int64) (int, error), fd int, buf []byte, limit int) (data, reuse []byte, err error) {

@@ -306,7 +306,7 @@ func (w *ProcessWatch) listFrom(from, to int, f func(pid int, ino uint64)) error
 	if from > 0 {
 		offset = int64(procTGIDOffset + from)
 	}
-	if _, err := unix.Seek(fd, offset, 0); err != nil {
+	if _, err := quicksys.Seek(fd, offset, 0); err != nil {
 		w.closeListing()
 		return fmt.Errorf("listing processes from %d: %w", from, err)
 	}

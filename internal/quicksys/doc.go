@@ -16,7 +16,11 @@
 // docs/performance.md (Decisions); BenchmarkPread compares one call each
 // way.
 //
-// Nothing that can wait goes through here: not the reads of a memory
-// cgroup's files (the kernel may flush its statistics), not a smaps read,
-// not a socket, not a poll with a timeout.
+// Nothing that can wait for a device or another process goes through here:
+// not a smaps read (it takes the process's memory map lock, which the
+// process holds while it maps), not a lookup by path on a disk's file
+// system, not a socket, not an eventfd, not a poll with a timeout. The
+// reads of a memory cgroup's files do: the kernel may flush the cgroup
+// tree's statistics first, work on the CPU that a goroutine would do as
+// well, while the P is held.
 package quicksys

@@ -66,10 +66,19 @@ func TestCallsAnswerAsUnix(t *testing.T) {
 	if _, err := Pread(fd, buf, 0); err != unix.EBADF {
 		t.Errorf("Pread of a closed descriptor = %v, want EBADF", err)
 	}
+	if _, err := Seek(fd, 0, 0); err != unix.EBADF {
+		t.Errorf("Seek of a closed descriptor = %v, want EBADF", err)
+	}
+	if off, err := Seek(dfd, 0, 0); err != nil || off != 0 {
+		t.Errorf("Seek = %d, %v", off, err)
+	}
+	if _, err := Seek(dfd, -1, 0); err != unix.EINVAL {
+		t.Errorf("Seek to -1 = %v, want EINVAL as unix.Seek's", err)
+	}
 
 	n, err := Getdents(dfd, buf)
-	if _, serr := unix.Seek(dfd, 0, 0); serr != nil {
-		t.Fatal(serr)
+	if off, serr := Seek(dfd, 0, 0); serr != nil || off != 0 {
+		t.Fatalf("Seek to the start = %d, %v", off, serr)
 	}
 	ubuf := make([]byte, 4096)
 	m, uerr := unix.Getdents(dfd, ubuf)

@@ -51,6 +51,16 @@ func Fstat(fd int, st *unix.Stat_t) error {
 	return nil
 }
 
+// Seek is unix.Seek of a procfs directory, which moves the listing's
+// offset without looking at anything.
+func Seek(fd int, offset int64, whence int) (int64, error) {
+	off, _, errno := unix.RawSyscall(unix.SYS_LSEEK, uintptr(fd), uintptr(offset), uintptr(whence))
+	if errno != 0 {
+		return 0, errno
+	}
+	return int64(off), nil
+}
+
 // Getdents is unix.Getdents of a procfs directory.
 func Getdents(fd int, buf []byte) (int, error) {
 	var ptr unsafe.Pointer

@@ -15,4 +15,7 @@ func Openat(dirfd int, path string, flags int) (int, error) {
 func Close(fd int) error                       { return unix.Close(fd) }
 func Fstat(fd int, st *unix.Stat_t) error      { return unix.Fstat(fd, st) }
 func Getdents(fd int, buf []byte) (int, error) { return unix.Getdents(fd, buf) }
+func Seek(fd int, offset int64, whence int) (int64, error) {
+	return unix.Seek(fd, offset, whence)
+}
 func PollNow(fds []unix.PollFd) (int, error)   { return unix.Poll(fds, 0) }
