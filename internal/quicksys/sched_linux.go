@@ -18,4 +18,4 @@ func Getdents(fd int, buf []byte) (int, error) { return unix.Getdents(fd, buf) }
 func Seek(fd int, offset int64, whence int) (int64, error) {
 	return unix.Seek(fd, offset, whence)
 }
-func PollNow(fds []unix.PollFd) (int, error)   { return unix.Poll(fds, 0) }
+func PollNow(fds []unix.PollFd) (int, error) { return unix.Poll(fds, 0) }
