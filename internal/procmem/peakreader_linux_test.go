@@ -3,7 +3,6 @@ package procmem
 import (
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -36,23 +35,9 @@ func TestParseStatusHWM(t *testing.T) {
 // Every live process's status, parsed by procfs (the library this fast
 // path stands beside) and by parseStatusHWM, gives the same VmHWM.
 func TestParseStatusHWMAgreesWithProcfs(t *testing.T) {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := map[string][]byte{}
-	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		if data, err := os.ReadFile("/proc/" + e.Name() + "/status"); err == nil {
-			files[e.Name()+"/status"] = data
-		}
-	}
-	rfs := procfsAt(t, files)
+	rfs, files := liveProcFiles(t, "status")
 	withPeak := 0
-	for name, data := range files {
-		pid, _ := strconv.Atoi(filepath.Dir(name))
+	for pid, data := range files {
 		p, err := rfs.Proc(pid)
 		if err != nil {
 			t.Fatal(err)

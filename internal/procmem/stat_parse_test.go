@@ -2,7 +2,6 @@ package procmem
 
 import (
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -83,24 +82,9 @@ func TestParseStat(t *testing.T) {
 // (parseStat), and those of the exporter's own process metrics
 // (ParseSelfStat) with what client_golang computes from procfs's.
 func TestParseStatAgreesWithProcfs(t *testing.T) {
-	fs, err := procfs.NewFS("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	procs, err := fs.AllProcs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := map[string][]byte{}
-	for _, p := range procs {
-		if data, err := os.ReadFile("/proc/" + strconv.Itoa(p.PID) + "/stat"); err == nil {
-			files[strconv.Itoa(p.PID)+"/stat"] = data
-		}
-	}
-	rfs := procfsAt(t, files)
+	rfs, files := liveProcFiles(t, "stat")
 	compared := 0
-	for name, data := range files {
-		pid, _ := strconv.Atoi(filepath.Dir(name))
+	for pid, data := range files {
 		p, err := rfs.Proc(pid)
 		if err != nil {
 			t.Fatal(err)
@@ -222,4 +206,26 @@ func checkParse[T comparable](t *testing.T, parse func([]byte) (T, error), line,
 	if got != want {
 		t.Errorf("got  %+v\nwant %+v", got, want)
 	}
+}
+
+// liveProcFiles copies /proc/<pid>/<name> of every live process, and
+// returns a procfs over the copies with their bytes by pid: a fast path's
+// parser and procfs's then read the same bytes.
+func liveProcFiles(t *testing.T, name string) (procfs.FS, map[int][]byte) {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	byPath, byPID := map[string][]byte{}, map[int][]byte{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if data, err := os.ReadFile("/proc/" + e.Name() + "/" + name); err == nil {
+			byPath[e.Name()+"/"+name], byPID[pid] = data, data
+		}
+	}
+	return procfsAt(t, byPath), byPID
 }
