@@ -40,12 +40,12 @@ func (f *cgroupFiles) key(p procmem.Process, now time.Time) (string, error) {
 	if e != nil && e.start.Equal(p.StartTime) && now.Sub(p.StartTime) >= procmem.YoungFor && now.Sub(e.at) < procmem.RefreshEvery {
 		return e.key, nil
 	}
-	b, err := readInto(filepath.Join(f.procPath, strconv.Itoa(p.PID), "cgroup"), f.buf, 64<<10)
+	b, buf, err := procmem.ReadProcFile(filepath.Join(f.procPath, strconv.Itoa(p.PID), "cgroup"), f.buf, 64<<10)
+	f.buf = buf
 	if err != nil {
 		delete(f.byPID, p.PID)
 		return "", err
 	}
-	f.buf = b
 	if e == nil {
 		e = &cgroupFile{}
 		f.byPID[p.PID] = e

@@ -11,7 +11,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/executor-exporter/executor_exporter/internal/procmem"
-	"github.com/executor-exporter/executor_exporter/internal/quicksys"
 )
 
 // discovery is FindCandidates with a memory. Which root and pid namespace
@@ -151,19 +150,6 @@ func (d *discovery) nspid(pid int) (int, error) {
 		e.nspid = ns
 	}
 	return ns, err
-}
-
-// readInto reads a small procfs file into buf (grown when needed) with
-// raw system calls (quicksys): no os.File, no poller registration, no
-// allocation once buf is large enough. Files longer than limit are an
-// error.
-func readInto(path string, buf []byte, limit int) ([]byte, error) {
-	fd, err := quicksys.Openat(unix.AT_FDCWD, path, unix.O_RDONLY|unix.O_CLOEXEC)
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
-	}
-	defer func() { _ = quicksys.Close(fd) }()
-	return readAllWith(quicksys.Pread, fd, buf, 4096, limit)
 }
 
 // listing is a root's hsperfdata files as last listed, with what tells

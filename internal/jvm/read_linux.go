@@ -58,12 +58,6 @@ func ReadHsperf(procPath string, c Candidate, uid uint32, buf []byte) ([]byte, e
 // readFD reads fd to its end into buf, sized for hint bytes up front, and
 // fails once more than limit bytes came.
 func readFD(fd int, buf []byte, hint, limit int) ([]byte, error) {
-	return readAllWith(unix.Pread, fd, buf, hint, limit)
-}
-
-// readAllWith is readFD with pread made by the given call: quicksys's for
-// a procfs file, which never makes the reader wait.
-func readAllWith(pread func(fd int, p []byte, offset int64) (int, error), fd int, buf []byte, hint, limit int) ([]byte, error) {
 	if cap(buf) < hint {
 		buf = make([]byte, 0, hint)
 	}
@@ -72,7 +66,7 @@ func readAllWith(pread func(fd int, p []byte, offset int64) (int, error), fd int
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]
 		}
-		n, err := pread(fd, buf[len(buf):cap(buf)], int64(len(buf)))
+		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
 		if err == unix.EINTR {
 			continue
 		}

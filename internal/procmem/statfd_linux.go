@@ -2,6 +2,7 @@ package procmem
 
 import (
 	"fmt"
+	"os"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -149,6 +150,23 @@ func (w *ProcessWatch) Close() error {
 // never making the reader wait: the reads are raw (quicksys).
 func preadAll(fd int, buf []byte) (data, reuse []byte, err error) {
 	return preadAllWith(quicksys.Pread, fd, buf, 64<<10)
+}
+
+// ReadProcFile reads a small procfs file by path into buf, grown when the
+// file does not fit, to no more than limit bytes (a buffer given or made
+// larger is not cut), and returns the data and the
+// buffer to reuse. The calls are raw, as for every procfs read here.
+func ReadProcFile(path string, buf []byte, limit int) (data, reuse []byte, err error) {
+	fd, err := quicksys.Openat(unix.AT_FDCWD, path, unix.O_RDONLY|unix.O_CLOEXEC)
+	if err != nil {
+		return nil, buf, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer func() { _ = quicksys.Close(fd) }()
+	data, reuse, err = preadAllWith(quicksys.Pread, fd, buf, limit)
+	if err != nil {
+		err = &os.PathError{Op: "read", Path: path, Err: err}
+	}
+	return data, reuse, err
 }
 
 // preadCgroup is preadAll for a cgroup's file, up to limit bytes. The

@@ -296,3 +296,27 @@ func TestWatchReadsResidentFromStatm(t *testing.T) {
 		t.Error("the statm file of a process that exited is kept")
 	}
 }
+
+// ReadProcFile reads what os.ReadFile does, grows a small buffer, and
+// fails past its limit or on a missing file.
+func TestReadProcFile(t *testing.T) {
+	want, err := os.ReadFile("/proc/self/cmdline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, buf, err := ReadProcFile("/proc/self/cmdline", make([]byte, 8), 64<<10)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("read %q, %v; os.ReadFile %q", got, err, want)
+	}
+	if len(want) > 8 && len(buf) <= 8 {
+		t.Errorf("the buffer to reuse did not grow: %d bytes", len(buf))
+	}
+	if len(want) > 16 {
+		if _, _, err := ReadProcFile("/proc/self/cmdline", make([]byte, 8), 16); err == nil {
+			t.Errorf("a %d-byte file read under a 16-byte limit", len(want))
+		}
+	}
+	if _, _, err := ReadProcFile("/proc/self/no-such-file", nil, 4096); !os.IsNotExist(err) {
+		t.Errorf("missing file: %v", err)
+	}
+}
