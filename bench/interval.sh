@@ -3,8 +3,9 @@
 # uses, against node_exporter (Debian's, default collectors) in the same
 # run: N idle JVMs (100) and 300 other processes; executor_exporter with
 # its default flags (risk-following sampling, the native-memory breakdown
-# on), and the same with the breakdown off (--jvm.native-memory.max-age=0),
-# for what the breakdown costs. Each exporter is measured as a whole,
+# on), the same with the breakdown off (--jvm.native-memory.max-age=0),
+# for what the breakdown costs, and the same with the timer slack the
+# systemd unit gives it (TimerSlackNSec=, through timerslack.py). Each exporter is measured as a whole,
 # background work included:
 # CPU time per second of wall-clock time (interval.py) and resident
 # memory. Phases, every server scraped in turn:
@@ -107,6 +108,12 @@ servers=(executor_exporter "http://127.0.0.1:19482/metrics" "$ee")
 ./executor_exporter --web.listen-address=127.0.0.1:19485 "${flags[@]}" --jvm.native-memory.max-age=0 2>"$work/off.log" &
 off=$!; pids+=("$off")
 servers+=(breakdown-off "http://127.0.0.1:19485/metrics" "$off")
+# The same as the systemd unit starts it: its TimerSlackNSec= (the flags
+# stay the defaults; Kubernetes has no way to set a slack).
+python3 bench/timerslack.py deploy/systemd/executor_exporter.service \
+  ./executor_exporter --web.listen-address=127.0.0.1:19486 "${flags[@]}" 2>"$work/unit.log" &
+unit=$!; pids+=("$unit")
+servers+=(unit-timer-slack "http://127.0.0.1:19486/metrics" "$unit")
 if [ -n "${BASE:-}" ]; then
   "$work/ee-base" --web.listen-address=127.0.0.1:19483 "${flags[@]}" 2>"$work/base.log" &
   base=$!; pids+=("$base")
