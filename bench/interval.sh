@@ -125,13 +125,18 @@ servers+=(node_exporter "http://127.0.0.1:19100/metrics" "$ne")
 sleep 2
 
 start_jvms "$jvms" 1
-served() { curl -sf http://127.0.0.1:19482/metrics | grep -c '^executor_jvm_info' || true; }
+# The bench's own looks at the exporter ask as Prometheus does (scrape.py's
+# headers): a second format would make it keep the JVMs' text in both.
+scrape() {
+  curl -sf --compressed -H 'Accept: application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1' "$1"
+}
+served() { scrape http://127.0.0.1:19482/metrics | grep -c '^executor_jvm_info' || true; }
 for _ in $(seq 600); do [ "$(served)" -ge "$jvms" ] && break; sleep 0.5; done
 sleep 75 # past every JVM's start-up
 # and past the base breakdown of each, taken once its first minute is
 # over: the smaps reads stand still for 15 s (3 minutes more at most).
 smaps_reads() {
-  curl -sf http://127.0.0.1:19482/metrics |
+  scrape http://127.0.0.1:19482/metrics |
     awk -F'[{}" ]+' '/^executor_jvm_native_memory_reads_total\{file="smaps"\}/ {print $4}'
 }
 last=""
@@ -143,7 +148,7 @@ for _ in $(seq 12); do
 done
 
 counters() { # the exporter's own counts of what it read
-  curl -sf http://127.0.0.1:19482/metrics |
+  scrape http://127.0.0.1:19482/metrics |
     awk -F'[{}" ]+' '/^executor_jvm_reads_total / {printf "\"jvm_reads\":%s,", $2}
       /^executor_jvm_native_memory_reads_total/ {printf "\"%s_reads\":%s,", $3, $4}'
 }
@@ -172,7 +177,7 @@ interval() { # phase interval seconds
   ./executor_exporter --web.listen-address=127.0.0.1:19484 "${flags[@]}" --jvm.sample-interval=1s >/dev/null 2>"$work/fast.log" &
   fast=$!
   start_jvms_in_cgroups 10
-  for _ in $(seq 600); do [ "$(curl -sf http://127.0.0.1:19484/metrics | grep -c '^executor_jvm_info')" -ge 10 ] && break; sleep 0.5; done
+  for _ in $(seq 600); do [ "$(scrape http://127.0.0.1:19484/metrics | grep -c '^executor_jvm_info')" -ge 10 ] && break; sleep 0.5; done
   sleep 75
   python3 bench/interval.py 60 60 fast-10 - "$fast" | sed 's/^{/{"phase":"marginal","jvms":10,/'
   # The anchor: the JDK's own reader of the same counters, once per JVM read.

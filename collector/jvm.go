@@ -68,6 +68,23 @@ type jvmCollector struct {
 	built      *jvmSet
 	byPID      map[int]*jvmEntry      // the last build's
 	served     atomic.Pointer[jvmSet] // what the last update built
+	// asked is when a scrape last asked for each format's text (text,
+	// OpenMetrics), in Unix nanoseconds; see keepsText.
+	asked [2]atomic.Int64
+}
+
+// textKeptFor is how long after a scrape last asked for a format the
+// JVMs' text in it is kept from reading to reading, for the next
+// rendering to copy the lines that stand (jvmCollector.text): longer
+// than any scrape interval, so that Prometheus's format is always kept,
+// and short enough that a format asked once (a person's curl, a probe)
+// does not keep a second copy of every JVM's series for good.
+const textKeptFor = 5 * time.Minute
+
+// keepsText says whether a format's text is still asked for: see
+// textKeptFor.
+func (c *jvmCollector) keepsText(openMetrics bool, now time.Time) bool {
+	return now.UnixNano()-c.asked[b2i(openMetrics)].Load() < int64(textKeptFor)
 }
 
 // builtKey is what the per-JVM series depend on: the view and the pod list.
@@ -184,6 +201,8 @@ func (c *jvmCollector) series(view jvm.View) *jvmSet {
 	if c.built != nil && c.builtOf == key {
 		return c.built
 	}
+	now := time.Now()
+	keep := [2]bool{c.keepsText(false, now), c.keepsText(true, now)}
 	set := &jvmSet{jvms: make([]*jvmEntry, 0, len(view.JVMs)+len(view.Ended))}
 	byPID := make(map[int]*jvmEntry, len(view.JVMs))
 	for i := range view.JVMs {
@@ -198,6 +217,9 @@ func (c *jvmCollector) series(view jvm.View) *jvmSet {
 			e = &jvmEntry{of: of, j: *j, pod: resolvePod(j, pods, c.pods, c.podLabels)}
 			if last != nil && last.of.start.Equal(of.start) {
 				for i := range e.prev {
+					if !keep[i] {
+						continue
+					}
 					if t := last.text[i].Load(); t != nil {
 						e.prev[i].Store(t)
 					} else {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -54,6 +55,17 @@ type renderedLine struct {
 }
 
 func (t *jvmText) family(f int) []byte { return t.fams[f].bytes }
+
+// texts returns the series of every JVM of set in one format, for a
+// scrape that asked for it.
+func (c *jvmCollector) texts(set *jvmSet, openMetrics bool) []*jvmText {
+	c.asked[b2i(openMetrics)].Store(time.Now().UnixNano())
+	out := make([]*jvmText, len(set.jvms))
+	for i, e := range set.jvms {
+		out[i] = c.text(e, openMetrics)
+	}
+	return out
+}
 
 // text returns e's series in one format, rendered on the first call.
 // Two scrapes rendering the same entry at once render it twice and keep

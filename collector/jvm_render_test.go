@@ -174,3 +174,43 @@ func TestRenderCopiesTheLinesThatStand(t *testing.T) {
 		}
 	}
 }
+
+// A format a scrape asked for lately keeps each JVM's text from reading to
+// reading, for the next rendering to copy what stands; one last asked for
+// longer ago than textKeptFor (a person's curl in the other format) keeps
+// nothing once the JVMs are read again.
+func TestTextKeptWhileItsFormatIsAsked(t *testing.T) {
+	now := time.Now()
+	for _, om := range []bool{false, true} {
+		for _, tc := range []struct {
+			askedAgo time.Duration
+			kept     bool
+		}{
+			{time.Second, true},
+			{textKeptFor - time.Minute, true},
+			{textKeptFor + time.Minute, false},
+		} {
+			c := NewJVMCollector(nil, log.NewNopLogger()).(*jvmCollector)
+			first := syntheticView(t, 3, now)
+			renderSet(t, c, c.series(first), om)
+			c.asked[b2i(om)].Store(time.Now().Add(-tc.askedAgo).UnixNano())
+			later := syntheticView(t, 3, now)
+			later.Time = now.Add(30 * time.Second)
+			for i := range later.JVMs {
+				later.JVMs[i].Time = later.Time
+			}
+			set := c.series(later)
+			for i, e := range set.jvms {
+				if kept := e.prev[b2i(om)].Load() != nil; kept != tc.kept {
+					t.Errorf("openMetrics %v, asked %v ago: JVM %d keeps its last text: %v, want %v", om, tc.askedAgo, i, kept, tc.kept)
+				}
+				if e.prev[b2i(!om)].Load() != nil {
+					t.Errorf("openMetrics %v: JVM %d keeps text of the format never asked for", om, i)
+				}
+			}
+			if got := c.texts(set, om); !tc.kept && got[0].copied != 0 {
+				t.Errorf("openMetrics %v, asked %v ago: copied %d lines from text not kept", om, tc.askedAgo, got[0].copied)
+			}
+		}
+	}
+}

@@ -342,10 +342,7 @@ func setFamilies(t testing.TB, c *jvmCollector, set *jvmSet) []*dto.MetricFamily
 // renderSet is a set's series as the text handler writes them.
 func renderSet(t testing.TB, c *jvmCollector, set *jvmSet, openMetrics bool) string {
 	t.Helper()
-	texts := make([]*jvmText, len(set.jvms))
-	for i, e := range set.jvms {
-		texts[i] = c.text(e, openMetrics)
-	}
+	texts := c.texts(set, openMetrics)
 	format := expfmt.NewFormat(expfmt.TypeTextPlain)
 	if openMetrics {
 		format = expfmt.NewFormat(expfmt.TypeOpenMetrics)

@@ -125,11 +125,7 @@ func (ec *ExecutorCollector) TextHandler(g prometheus.Gatherer, fallback http.Ha
 		}
 		var texts []*jvmText
 		if set := jc.served.Load(); set != nil {
-			openMetrics := format.FormatType() == expfmt.TypeOpenMetrics
-			texts = make([]*jvmText, len(set.jvms))
-			for i, e := range set.jvms {
-				texts[i] = jc.text(e, openMetrics)
-			}
+			texts = jc.texts(set, format.FormatType() == expfmt.TypeOpenMetrics)
 		}
 		writers.write(w, req, format, mfs, jc.descs.families, texts, opts.ErrorLog)
 	})
