@@ -5,10 +5,10 @@
 # its default flags (risk-following sampling, the native-memory breakdown
 # on), the same with the breakdown off (--jvm.native-memory.max-age=0),
 # for what the breakdown costs, and the same with the timer slack the
-# systemd unit gives it (TimerSlackNSec=, through timerslack.py). Each exporter is measured as a whole,
-# background work included:
-# CPU time per second of wall-clock time (interval.py) and resident
-# memory. Phases, every server scraped in turn:
+# systemd unit gives it (TimerSlackNSec=, through timerslack.py). Each
+# exporter is measured as a whole, background work included: CPU time
+# per second of wall-clock time (interval.py) and resident memory.
+# Phases, every server scraped in turn:
 #
 #   back-to-back  100 scrapes in a row, CPU per scrape (scrape.py)
 #   1s            1 s scrapes for 60 s
