@@ -155,9 +155,11 @@ func preadAll(fd int, buf []byte) (data, reuse []byte, err error) {
 // ReadProcFile reads a small procfs file by path into buf, grown when the
 // file does not fit, to no more than limit bytes (a buffer given or made
 // larger is not cut), and returns the data and the
-// buffer to reuse. The calls are raw, as for every procfs read here.
+// buffer to reuse. The calls are raw, as for every procfs read here, and
+// a symbolic link as the file itself is refused, as beneath a watch's
+// directory.
 func ReadProcFile(path string, buf []byte, limit int) (data, reuse []byte, err error) {
-	fd, err := quicksys.Openat(unix.AT_FDCWD, path, unix.O_RDONLY|unix.O_CLOEXEC)
+	fd, err := quicksys.Openat(unix.AT_FDCWD, path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW)
 	if err != nil {
 		return nil, buf, &os.PathError{Op: "open", Path: path, Err: err}
 	}

@@ -319,4 +319,11 @@ func TestReadProcFile(t *testing.T) {
 	if _, _, err := ReadProcFile("/proc/self/no-such-file", nil, 4096); !os.IsNotExist(err) {
 		t.Errorf("missing file: %v", err)
 	}
+	link := filepath.Join(t.TempDir(), "cgroup")
+	if err := os.Symlink("/proc/self/cmdline", link); err != nil {
+		t.Fatal(err)
+	}
+	if data, _, err := ReadProcFile(link, nil, 4096); err == nil {
+		t.Errorf("read %q through a symbolic link", data)
+	}
 }
