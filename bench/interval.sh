@@ -4,8 +4,9 @@
 # run: N idle JVMs (100) and 300 other processes; executor_exporter with
 # its default flags (risk-following sampling, the native-memory breakdown
 # on), the same with the breakdown off (--jvm.native-memory.max-age=0),
-# for what the breakdown costs, and the same with the timer slack the
-# systemd unit gives it (TimerSlackNSec=, through timerslack.py). Each
+# for what the breakdown costs, the same with the timer slack the
+# systemd unit gives it (TimerSlackNSec=, through timerslack.py) and the
+# same without waking before a scrape (--no-runtime.wake-before-scrape). Each
 # exporter is measured as a whole, background work included: CPU time
 # per second of wall-clock time (interval.py) and resident memory.
 # Phases, every server scraped in turn:
@@ -114,6 +115,10 @@ python3 bench/timerslack.py deploy/systemd/executor_exporter.service \
   ./executor_exporter --web.listen-address=127.0.0.1:19486 "${flags[@]}" 2>"$work/unit.log" &
 unit=$!; pids+=("$unit")
 servers+=(unit-timer-slack "http://127.0.0.1:19486/metrics" "$unit")
+# The same without waking before a scrape is due: what the wake saves.
+./executor_exporter --web.listen-address=127.0.0.1:19487 "${flags[@]}" --no-runtime.wake-before-scrape 2>"$work/nowake.log" &
+nowake=$!; pids+=("$nowake")
+servers+=(no-wake "http://127.0.0.1:19487/metrics" "$nowake")
 if [ -n "${BASE:-}" ]; then
   "$work/ee-base" --web.listen-address=127.0.0.1:19483 "${flags[@]}" 2>"$work/base.log" &
   base=$!; pids+=("$base")
