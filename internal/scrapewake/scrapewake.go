@@ -2,17 +2,17 @@
 // the Go runtime wake a moment before the next one is due.
 //
 // Why: between scrapes an exporter is idle, and the Go runtime's monitor
-// thread (sysmon) sleeps until the next timer. The first system call the
-// scheduler sees (a scrape's accept or read) wakes it as a bet that more
-// are coming, and it then polls every 20 µs, 50 times, while the process
-// works: on a virtual machine each of those wake-ups costs more CPU than
-// the sleep is long, a third of what a scrape costs in all. Woken by a
-// timer instead, the monitor keeps the pace it had, a poll every 10 ms,
-// and a scrape that arrives within those 10 ms finds it awake and leaves
-// it so. A timer that does nothing, set to fire just before a scrape is
-// due, costs one wake-up of the process; a scrape that comes at another
-// moment costs what it did without one. docs/performance.md has the
-// figures.
+// thread (sysmon) sleeps until the next timer. Woken by a system call the
+// scheduler sees (a scrape's accept or read), it bets that the process is
+// busy again and polls every 20 µs for its next 50 polls, then less and
+// less often, down to every 10 ms; on a virtual machine each of those
+// wake-ups costs more CPU than the sleep is long, and a scrape at a real
+// interval paid for most of the 50. Woken by a timer, it keeps the pace it
+// had: a scrape that arrives in the 10 ms it then sleeps finds it awake
+// and does not start it over. A timer that does nothing, set to fire just
+// before a scrape is due, costs one wake-up of the process; a scrape that
+// comes at another moment costs what it did without one.
+// docs/performance.md has the figures.
 package scrapewake
 
 import (
