@@ -29,10 +29,11 @@ const (
 	// tolerance is how far two intervals between arrivals may differ and
 	// still be one scraper's: Prometheus starts each scrape on a ticker.
 	tolerance = 10 * time.Millisecond
-	// minInterval and maxInterval bound the intervals learnt: below a
-	// second the process is rarely idle long enough for the monitor to
-	// sleep; above 5 minutes no scraper is worth waiting for.
-	minInterval = time.Second
+	// minInterval and maxInterval bound the intervals learnt: scrapes a
+	// second apart gained nothing from the wake and paid its wake-up,
+	// scrapes 5 s apart gained; above 5 minutes no scraper is worth
+	// waiting for.
+	minInterval = 5 * time.Second
 	maxInterval = 5 * time.Minute
 	// remembered is how many arrivals are kept: enough for a few scrapers
 	// (a Prometheus pair, a second job, a person's curl) to show their

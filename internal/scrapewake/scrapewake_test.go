@@ -92,7 +92,7 @@ func TestTwoScrapersEachKeepTheirBeat(t *testing.T) {
 func TestNoBeatNoTimer(t *testing.T) {
 	for name, ts := range map[string][]time.Time{
 		"irregular":          at(0, 10*time.Second, 26*time.Second, 31*time.Second, 50*time.Second),
-		"below a second":     at(0, 500*time.Millisecond, time.Second, 1500*time.Millisecond),
+		"below five seconds": at(0, time.Second, 2*time.Second, 3*time.Second, 4*time.Second),
 		"beyond five minute": at(0, 6*time.Minute, 12*time.Minute),
 		"one":                at(0),
 	} {
@@ -109,13 +109,13 @@ func TestNoBeatNoTimer(t *testing.T) {
 func TestPendingTimersBounded(t *testing.T) {
 	r := newRecorder()
 	for i := range 3 + maxPending + 5 {
-		r.Arrived(t0.Add(time.Duration(i) * time.Second))
+		r.Arrived(t0.Add(time.Duration(i) * 5 * time.Second))
 	}
 	if len(r.delays) != maxPending {
 		t.Fatalf("%d timers set while none fired, want %d", len(r.delays), maxPending)
 	}
 	r.fire[0]()
-	r.Arrived(t0.Add(time.Duration(3+maxPending+5) * time.Second))
+	r.Arrived(t0.Add(time.Duration(3+maxPending+5) * 5 * time.Second))
 	if len(r.delays) != maxPending+1 {
 		t.Fatalf("%d timers after one fired, want %d", len(r.delays), maxPending+1)
 	}
@@ -160,7 +160,7 @@ func TestConcurrentArrivals(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range 50 {
-				w.Arrived(t0.Add(time.Duration(i)*time.Second + time.Duration(g)*time.Millisecond))
+				w.Arrived(t0.Add(time.Duration(i)*5*time.Second + time.Duration(g)*time.Millisecond))
 			}
 		}()
 	}
@@ -184,7 +184,7 @@ func TestRealTimerFires(t *testing.T) {
 	}
 	now := time.Now()
 	for i := range 3 {
-		w.Arrived(now.Add(time.Duration(i-2) * 2 * time.Second))
+		w.Arrived(now.Add(time.Duration(i-2) * 5 * time.Second))
 	}
 	<-done
 	w.mu.Lock()
