@@ -93,7 +93,9 @@ func (w *Waker) fired() {
 }
 
 // beat returns the shortest interval at which now follows two earlier
-// arrivals that lie that interval apart, the beat of one scraper.
+// arrivals that lie that interval apart, the beat of one scraper, when it
+// is one to wake for. The shortest: every multiple of a beat is one too,
+// and scrapes a second apart must not pass for scrapes 5 s apart.
 func (w *Waker) beat(now time.Time) (time.Duration, bool) {
 	var best time.Duration
 	for _, last := range w.arrivals {
@@ -101,14 +103,14 @@ func (w *Waker) beat(now time.Time) (time.Duration, bool) {
 			continue
 		}
 		interval := now.Sub(last)
-		if interval < minInterval || interval > maxInterval || (best > 0 && interval >= best) {
+		if interval <= 2*tolerance || interval > maxInterval || (best > 0 && interval >= best) {
 			continue
 		}
 		if w.arrivedNear(last.Add(-interval)) {
 			best = interval
 		}
 	}
-	return best, best > 0
+	return best, best >= minInterval
 }
 
 func (w *Waker) arrivedNear(t time.Time) bool {

@@ -34,6 +34,14 @@ func at(offsets ...time.Duration) []time.Time {
 	return ts
 }
 
+func everySecond(n int) []time.Time {
+	ts := make([]time.Time, n)
+	for i := range ts {
+		ts[i] = t0.Add(time.Duration(i) * time.Second)
+	}
+	return ts
+}
+
 func (r *recorder) arrive(ts ...time.Time) {
 	for _, t := range ts {
 		r.Arrived(t)
@@ -93,8 +101,11 @@ func TestNoBeatNoTimer(t *testing.T) {
 	for name, ts := range map[string][]time.Time{
 		"irregular":          at(0, 10*time.Second, 26*time.Second, 31*time.Second, 50*time.Second),
 		"below five seconds": at(0, time.Second, 2*time.Second, 3*time.Second, 4*time.Second),
-		"beyond five minute": at(0, 6*time.Minute, 12*time.Minute),
-		"one":                at(0),
+		// Every fifth scrape of a 1 s scraper is 5 s after another.
+		"every second for 20 s": everySecond(21),
+		"back to back":          at(0, 20*time.Millisecond, 40*time.Millisecond, 60*time.Millisecond),
+		"beyond five minute":    at(0, 6*time.Minute, 12*time.Minute),
+		"one":                   at(0),
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := newRecorder()
