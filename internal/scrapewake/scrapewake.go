@@ -22,10 +22,10 @@ import (
 )
 
 const (
-	// Lead is how long before a scrape is due the process wakes: half the
+	// lead is how long before a scrape is due the process wakes: half the
 	// monitor's 10 ms pace, so that a scrape up to 5 ms early or late
 	// still arrives while it is awake.
-	Lead = 5 * time.Millisecond
+	lead = 5 * time.Millisecond
 	// tolerance is how far two intervals between arrivals may differ and
 	// still be one scraper's: Prometheus starts each scrape on a ticker.
 	tolerance = 10 * time.Millisecond
@@ -70,7 +70,7 @@ func (w *Waker) Wrap(h http.Handler) http.Handler {
 }
 
 // Arrived records a scrape that arrived at now and, when it keeps the beat
-// of earlier ones, sets a timer for Lead before the next is due.
+// of earlier ones, sets a timer for lead before the next is due.
 func (w *Waker) Arrived(now time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -81,7 +81,7 @@ func (w *Waker) Arrived(now time.Time) {
 		return
 	}
 	w.pending++
-	w.afterFunc(interval-Lead, w.fired)
+	w.afterFunc(interval-lead, w.fired)
 }
 
 // fired does nothing but count: the timer itself is the point, it wakes

@@ -55,12 +55,12 @@ func TestWakesBeforeTheThirdScrapeOnABeat(t *testing.T) {
 		t.Fatalf("two arrivals set timers %v; a beat needs three", r.delays)
 	}
 	r.arrive(t0.Add(30 * time.Second))
-	if len(r.delays) != 1 || r.delays[0] != 15*time.Second-Lead {
-		t.Fatalf("timers %v, want one of %v", r.delays, 15*time.Second-Lead)
+	if len(r.delays) != 1 || r.delays[0] != 15*time.Second-lead {
+		t.Fatalf("timers %v, want one of %v", r.delays, 15*time.Second-lead)
 	}
 	r.arrive(t0.Add(45 * time.Second))
-	if len(r.delays) != 2 || r.delays[1] != 15*time.Second-Lead {
-		t.Fatalf("timers %v after the fourth arrival, want a second of %v (the beat, not its multiple)", r.delays, 15*time.Second-Lead)
+	if len(r.delays) != 2 || r.delays[1] != 15*time.Second-lead {
+		t.Fatalf("timers %v after the fourth arrival, want a second of %v (the beat, not its multiple)", r.delays, 15*time.Second-lead)
 	}
 }
 
@@ -91,7 +91,7 @@ func TestTwoScrapersEachKeepTheirBeat(t *testing.T) {
 	// A Prometheus pair, both every 15 s, 7 s apart, and a person's curl.
 	r.arrive(at(0, 7*time.Second, 15*time.Second, 19*time.Second, 22*time.Second,
 		30*time.Second, 37*time.Second)...)
-	want := []time.Duration{15*time.Second - Lead, 15*time.Second - Lead}
+	want := []time.Duration{15*time.Second - lead, 15*time.Second - lead}
 	if len(r.delays) != len(want) || r.delays[0] != want[0] || r.delays[1] != want[1] {
 		t.Fatalf("timers %v, want %v (one per scraper's third arrival)", r.delays, want)
 	}
