@@ -1,6 +1,7 @@
 package vm_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -23,7 +24,10 @@ func caseOf(t *testing.T, r guestRun, name string) *vmreport.Case {
 	t.Helper()
 	c, ok := r.Report.Cases[name]
 	if !ok || c.PID == 0 {
-		t.Fatalf("the guest did not run case %s (see its errors)", name)
+		t.Fatalf("the guest did not run case %s (see its errors)%s", name, standInOutput(r.Out, name))
+	}
+	for _, why := range c.Restarts {
+		t.Logf("%s: started again: %s%s", name, why, standInOutput(r.Out, name))
 	}
 	for _, w := range c.Waits {
 		t.Logf("%s: waited %.1fs for %s", name, w.Seconds, w.What)
@@ -32,6 +36,26 @@ func caseOf(t *testing.T, r guestRun, name string) *vmreport.Case {
 		}
 	}
 	return c
+}
+
+// standInOutput is the end of what a case's stand-in wrote: stderr,
+// stdout (where a JVM puts the summary of a fatal error) and the error
+// report's header.
+func standInOutput(out, name string) string {
+	files, _ := filepath.Glob(filepath.Join(out, name+"-hs_err_pid*.log"))
+	files = append([]string{filepath.Join(out, name+".stderr"), filepath.Join(out, name+".stdout")}, files...)
+	var b strings.Builder
+	for _, f := range files {
+		text, err := os.ReadFile(f)
+		if err != nil || len(bytes.TrimSpace(text)) == 0 {
+			continue
+		}
+		if strings.Contains(f, "hs_err") {
+			text, _, _ = bytes.Cut(text, []byte("---------------  T H R E A D"))
+		}
+		fmt.Fprintf(&b, "\n%s:\n%s", filepath.Base(f), tail(string(text), 3000))
+	}
+	return b.String()
 }
 
 // scrapeOf parses one of the scrapes the guest saved.

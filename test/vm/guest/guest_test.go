@@ -12,6 +12,7 @@ package guest_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -164,6 +165,13 @@ func (g *guest) start(name string, c *vmreport.Case, cgroup string, limit uint64
 	c.CgroupLimit = limit
 	o.CgroupDir = dir
 	j, err := startJVM(g, name, c, o)
+	var early *endedEarly
+	if errors.As(err, &early) {
+		// Its end is not the exporter's doing and says nothing about it:
+		// its stdout, stderr and error file are kept, and the host logs why.
+		c.Restarts = append(c.Restarts, err.Error())
+		j, err = startJVM(g, name, c, o)
+	}
 	if err != nil {
 		g.errorf("%s: %v", name, err)
 		return nil

@@ -3,9 +3,10 @@
 package guest_test
 
 import (
-	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -96,7 +97,10 @@ type jvm struct {
 func startJVM(g *guest, name string, c *vmreport.Case, o jvmOptions) (*jvm, error) {
 	c.ExitCode = -1
 	c.CgroupDir = o.CgroupDir
-	java := append([]string{"java", "-cp", g.classes}, o.JVMArgs...)
+	// A JVM's fatal error report goes to its stdout and a file of its own:
+	// both are kept in the output directory, with its stderr.
+	errorFile := "-XX:ErrorFile=" + filepath.Join(g.out, name+"-hs_err_pid%p.log")
+	java := append([]string{"java", errorFile, "-cp", g.classes}, o.JVMArgs...)
 	java = append(java, executorClass)
 	java = append(java, o.Args...)
 	java = append(java, "--executor-id", c.ExecutorID, "--app-id", c.AppID)
@@ -109,42 +113,41 @@ func startJVM(g *guest, name string, c *vmreport.Case, o jvmOptions) (*jvm, erro
 	// killed its child only as a failure.
 	script += strings.Join(java, " ") + "; exit $?"
 	cmd := exec.Command("unshare", "-m", "-p", "-f", "--mount-proc", "--propagation", "private", "sh", "-c", script)
-	stderr, err := os.Create(filepath.Join(g.out, name+".stderr"))
+	stderr, err := appendTo(filepath.Join(g.out, name+".stderr"))
 	if err != nil {
 		return nil, err
 	}
 	cmd.Stderr = stderr
-	stdout, err := cmd.StdoutPipe()
+	output, err := appendTo(filepath.Join(g.out, name+".stdout"))
 	if err != nil {
+		stderr.Close()
 		return nil, err
 	}
+	stdout := &readyWatch{w: output, ready: make(chan struct{})}
+	cmd.Stdout = stdout
+	// The pid namespace ends with its shell, and every holder of the
+	// pipe with it; the delay only bounds a wait that cannot happen.
+	cmd.WaitDelay = 10 * time.Second
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
 	j := &jvm{c: c, cmd: cmd, done: make(chan struct{})}
 	g.cleanup(j.kill)
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "ready pid=") {
-				close(ready)
-			}
-		}
-	}()
 	go func() {
 		_ = cmd.Wait()
 		stderr.Close()
+		output.Close()
 		j.exit = cmd.ProcessState.ExitCode()
 		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			j.exit = 128 + int(ws.Signal())
 		}
 		close(j.done)
 	}()
+	ready := stdout.ready
 	select {
 	case <-ready:
 	case <-j.done:
-		return nil, fmt.Errorf("%s ended before it was ready (exit %d)", name, j.exit)
+		return nil, &endedEarly{name: name, exit: j.exit}
 	case <-time.After(3 * time.Minute):
 		return nil, fmt.Errorf("%s not ready after 3 minutes", name)
 	}
@@ -159,6 +162,46 @@ func startJVM(g *guest, name string, c *vmreport.Case, o jvmOptions) (*jvm, erro
 	c.ProcCgroup = string(b)
 	c.Cgroup = strings.TrimSpace(strings.TrimPrefix(c.ProcCgroup, "0::"))
 	return j, nil
+}
+
+// readyWatch passes a stand-in's stdout on and closes ready at its line
+// "ready pid=…".
+type readyWatch struct {
+	w       io.Writer
+	line    []byte
+	ready   chan struct{}
+	isReady bool
+}
+
+func (r *readyWatch) Write(p []byte) (int, error) {
+	for _, b := range p {
+		if b != '\n' {
+			r.line = append(r.line, b)
+			continue
+		}
+		if !r.isReady && bytes.HasPrefix(r.line, []byte("ready pid=")) {
+			r.isReady = true
+			close(r.ready)
+		}
+		r.line = r.line[:0]
+	}
+	return r.w.Write(p)
+}
+
+// endedEarly: the JVM ended before it said it was ready.
+type endedEarly struct {
+	name string
+	exit int
+}
+
+func (e *endedEarly) Error() string {
+	return fmt.Sprintf("%s ended before it was ready (exit %d)", e.name, e.exit)
+}
+
+// appendTo opens a log file for appending: a stand-in started again adds
+// to what the first start left.
+func appendTo(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 }
 
 // wait waits for the JVM's end, at most d, and records it in the case.

@@ -75,6 +75,9 @@ type Case struct {
 	KillSeconds float64  `json:"kill_seconds,omitempty"`
 	// Waits are what the guest waited for, in order, and whether it came.
 	Waits []Wait `json:"waits"`
+	// Restarts say why the stand-in was started again: a JVM that ended
+	// before it was ready (under emulation) is started once more.
+	Restarts []string `json:"restarts,omitempty"`
 }
 
 // Wait is one condition the guest waited for.
