@@ -55,6 +55,19 @@ func standInOutput(out, name string) string {
 		}
 		fmt.Fprintf(&b, "\n%s:\n%s", filepath.Base(f), tail(string(text), 3000))
 	}
+	// What the kernel said of failures the stand-in may have met: a
+	// page it could not read in, an allocation that failed.
+	klog, _ := os.ReadFile(filepath.Join(out, vmreport.KernelLog))
+	var failures []string
+	for _, line := range strings.Split(string(klog), "\n") {
+		if strings.Contains(line, "failure") || strings.Contains(line, "9p") || strings.Contains(line, "error") {
+			failures = append(failures, line)
+		}
+	}
+	if n := len(failures); n > 0 {
+		fmt.Fprintf(&b, "\n%s, of failures and errors (%d lines, the last 20):\n%s", vmreport.KernelLog, n,
+			strings.Join(failures[max(0, n-20):], "\n"))
+	}
 	return b.String()
 }
 

@@ -77,6 +77,7 @@ func TestGuest(t *testing.T) {
 		}
 	}()
 	defer g.writeReport(t)
+	defer saveKernelLog(filepath.Join(g.out, vmreport.KernelLog))
 
 	imds := cloudtest.NewAWS(t, cloudtest.AWSOptions{})
 	imds.Set(cloudtest.AWSInstanceTypePath, "r5.xlarge")
@@ -143,6 +144,30 @@ func (g *guest) writeReport(t *testing.T) {
 	}
 }
 
+// saveKernelLog writes the kernel's log as /dev/kmsg holds it at the end:
+// the OOM killer's reports and anything else the kernel said (quiet on
+// the serial console) while the cases ran.
+func saveKernelLog(path string) {
+	fd, err := syscall.Open("/dev/kmsg", syscall.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return
+	}
+	defer syscall.Close(fd)
+	var log []byte
+	buf := make([]byte, 8192)
+	for {
+		n, err := syscall.Read(fd, buf)
+		if errors.Is(err, syscall.EPIPE) {
+			continue // records overwritten while read: the next one follows
+		}
+		if err != nil || n <= 0 {
+			break
+		}
+		log = append(log, buf[:n]...)
+	}
+	_ = os.WriteFile(path, log, 0o644)
+}
+
 func (g *guest) snapshot(name string) {
 	text, err := scrapeText()
 	if err != nil {
@@ -170,6 +195,7 @@ func (g *guest) start(name string, c *vmreport.Case, cgroup string, limit uint64
 		// Its end is not the exporter's doing and says nothing about it:
 		// its stdout, stderr and error file are kept, and the host logs why.
 		c.Restarts = append(c.Restarts, err.Error())
+		time.Sleep(5 * time.Second) // for the machine's other cases to move on
 		j, err = startJVM(g, name, c, o)
 	}
 	if err != nil {

@@ -8,7 +8,8 @@ package vmreport
 const File = "report.json"
 
 // Scrapes the guest saves in the output directory, besides the
-// exporter's log (ExporterLog) and its /status.json (StatusJSON).
+// exporter's log (ExporterLog), its /status.json (StatusJSON) and the
+// kernel's log at the end (KernelLog, /dev/kmsg's records).
 const (
 	// BeforeNodeOOM is /metrics once every case but the machine-wide OOM
 	// has been decided.
@@ -18,6 +19,7 @@ const (
 	Final       = "final.prom"
 	StatusJSON  = "status.json"
 	ExporterLog = "exporter.log"
+	KernelLog   = "kernel.log"
 )
 
 // The Kubernetes cases' pod UIDs and container IDs: the guest names
