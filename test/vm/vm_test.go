@@ -90,6 +90,7 @@ func TestVM(t *testing.T) {
 			t.Run(name, func(t *testing.T) { checkSignals(t, r, name) })
 		}
 	})
+	t.Run("fast-leak", func(t *testing.T) { checkFastLeak(t, r) })
 	t.Run("node-oom", func(t *testing.T) { checkNodeOOM(t, r) })
 }
 

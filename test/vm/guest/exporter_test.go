@@ -21,16 +21,21 @@ import (
 	"github.com/executor-exporter/executor_exporter/test/vm/vmreport"
 )
 
-const exporterAddr = "127.0.0.1:9482"
+// The exporter every case scrapes, and one with the default sampling
+// flags for the fast leak (fastLeakCase).
+const (
+	exporterAddr        = "127.0.0.1:9482"
+	defaultExporterAddr = "127.0.0.1:9483"
+)
 
 // startExporter runs the built exporter on the VM's own /proc, /sys and
-// /dev/kmsg (its defaults), logging into the output directory.
-func startExporter(g *guest, args ...string) error {
-	log, err := os.Create(filepath.Join(g.out, vmreport.ExporterLog))
+// /dev/kmsg (its defaults) at addr, logging into the output directory.
+func startExporter(g *guest, addr, logName string, args ...string) error {
+	log, err := os.Create(filepath.Join(g.out, logName))
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(g.exporter, append([]string{"--web.listen-address=" + exporterAddr}, args...)...)
+	cmd := exec.Command(g.exporter, append([]string{"--web.listen-address=" + addr}, args...)...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -49,12 +54,12 @@ func startExporter(g *guest, args ...string) error {
 	})
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
-		if _, err := scrapeText(); err == nil {
+		if _, err := getFrom(addr, "/metrics"); err == nil {
 			return nil
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	return fmt.Errorf("the exporter did not answer on %s within a minute", exporterAddr)
+	return fmt.Errorf("the exporter did not answer on %s within a minute", addr)
 }
 
 // One scrape at a time: every case polls the exporter, and under
@@ -67,9 +72,11 @@ func scrapeText() (string, error) {
 	return get("/metrics")
 }
 
-func get(path string) (string, error) {
+func get(path string) (string, error) { return getFrom(exporterAddr, path) }
+
+func getFrom(addr, path string) (string, error) {
 	c := http.Client{Timeout: 30 * time.Second}
-	resp, err := c.Get("http://" + exporterAddr + path)
+	resp, err := c.Get("http://" + addr + path)
 	if err != nil {
 		return "", err
 	}

@@ -81,7 +81,7 @@ func TestGuest(t *testing.T) {
 
 	imds := cloudtest.NewAWS(t, cloudtest.AWSOptions{})
 	imds.Set(cloudtest.AWSInstanceTypePath, "r5.xlarge")
-	if err := startExporter(g, "--jvm.sample-interval=500ms", "--cloud.provider=aws",
+	if err := startExporter(g, exporterAddr, vmreport.ExporterLog, "--jvm.sample-interval=500ms", "--cloud.provider=aws",
 		"--cloud.aws.metadata-url="+imds.URL, "--cloud.interruption-poll-interval=1s"); err != nil {
 		t.Fatal(err)
 	}
@@ -119,6 +119,7 @@ func TestGuest(t *testing.T) {
 	if j := <-interrupted; j != nil {
 		g.interruptedCase(j, imds)
 	}
+	g.fastLeakCase()
 	g.snapshot(vmreport.BeforeNodeOOM)
 	imds.Delete(cloudtest.AWSInstanceActionPath)
 

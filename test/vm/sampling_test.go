@@ -1,0 +1,61 @@
+package vm_test
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/executor-exporter/executor_exporter/test/vm/vmreport"
+)
+
+// checkFastLeak: on cgroup v2, which has no usage thresholds, an exporter
+// with the default sampling flags hears of the executor's container
+// through memory.events and PSI, and its last sample of an executor
+// leaking 64 MiB/s from half of its container's limit is at most 2 s
+// older than the kill (docs/jvm.md#sampling).
+func checkFastLeak(t *testing.T, r guestRun) {
+	c := caseOf(t, r, "fast-leak")
+	if c.ExitCode != 137 {
+		t.Errorf("the JVM ended with %d, want 137 (SIGKILL)", c.ExitCode)
+	}
+	if c.CgroupOOMKills < 1 {
+		t.Errorf("memory.events of %s counts %d OOM kills: the JVM died of something else", c.Cgroup, c.CgroupOOMKills)
+	}
+	t.Logf("executor_jvm_sampling_containers by notification, with the container half full: %v", c.SamplingContainers)
+	if c.SamplingContainers["events"] < 1 || c.SamplingContainers["none"] != 0 {
+		t.Errorf("want every container with a limit watched through memory.events and PSI (notification=\"events\"), have %v", c.SamplingContainers)
+	}
+	log, err := os.ReadFile(filepath.Join(r.Out, vmreport.DefaultExporterLog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := oomReport(string(log), c.PID)
+	if line == "" {
+		t.Fatalf("the default-flags exporter reported no OOM kill of pid %d; its log:\n%s", c.PID, tail(string(log), 6000))
+	}
+	t.Logf("its report: %s", line)
+	m := regexp.MustCompile(` sample_age_seconds=([0-9.]+) `).FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("no sample_age_seconds in the report")
+	}
+	age, _ := strconv.ParseFloat(m[1], 64)
+	if age > 2 {
+		t.Errorf("the last sample was %.1fs older than the kill, want at most 2s", age)
+	}
+	if !strings.Contains(line, " cause=native ") {
+		t.Errorf("want cause=native for direct buffers")
+	}
+}
+
+// oomReport is the exporter's log line of the OOM kill of pid.
+func oomReport(log string, pid int) string {
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, `msg="OOM kill`) && strings.Contains(line, " pid="+strconv.Itoa(pid)+" task=java ") {
+			return line
+		}
+	}
+	return ""
+}
