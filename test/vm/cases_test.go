@@ -60,7 +60,7 @@ func standInOutput(out, name string) string {
 	klog, _ := os.ReadFile(filepath.Join(out, vmreport.KernelLog))
 	var failures []string
 	for _, line := range strings.Split(string(klog), "\n") {
-		if strings.Contains(line, "failure") || strings.Contains(line, "9p") || strings.Contains(line, "error") {
+		if lower := strings.ToLower(line); strings.Contains(lower, "fail") || strings.Contains(lower, "error") {
 			failures = append(failures, line)
 		}
 	}
@@ -179,10 +179,10 @@ func checkCgroupV2(t *testing.T, r guestRun) {
 	}
 }
 
-// checkContainerOOM: the kernel killed the executor in its 192 MiB v2
+// checkContainerOOM: the kernel killed the executor in its v2
 // container, and the exporter named it, the container constraint and the
-// cause.
-func checkContainerOOM(t *testing.T, r guestRun, name, cause string) {
+// cause. It returns the case for further checks.
+func checkContainerOOM(t *testing.T, r guestRun, name, cause string) *vmreport.Case {
 	c := caseOf(t, r, name)
 	if c.ExitCode != 137 {
 		t.Errorf("the JVM ended with %d, want 137 (SIGKILL)", c.ExitCode)
@@ -193,6 +193,7 @@ func checkContainerOOM(t *testing.T, r guestRun, name, cause string) {
 	f := scrapeOf(t, r, vmreport.Final)
 	expectOne(t, f, "executor_oom_kills_total", identity(c, "constraint", "CONSTRAINT_MEMCG", "cause", cause, "task", "java"), 1, pidLabel(c))
 	judgedOnContainer(t, r, c)
+	return c
 }
 
 // judgedOnContainer: the verdict on the kill of c's JVM used its

@@ -30,27 +30,23 @@ func (g *guest) fastLeakCase() {
 		g.errorf("%s: %v", name, err)
 		return
 	}
-	dir, err := makeCgroup("vm-"+name, limit)
-	if err != nil {
-		g.errorf("%s: cgroup: %v", name, err)
-		return
-	}
-	// tmpfs written by a process in the container is charged to it, and
-	// stays charged after the kill until the file is removed.
-	shm := filepath.Join("/dev/shm", "vm-"+name)
-	defer os.Remove(shm)
-	fill := exec.Command("sh", "-c", `echo $$ > "$1" && exec dd if=/dev/zero of="$2" bs=1M count=224 status=none`,
-		"sh", filepath.Join(dir, "cgroup.procs"), shm)
-	if out, err := fill.CombinedOutput(); err != nil {
-		g.errorf("%s: filling the container: %v: %s", name, err, out)
-		return
-	}
 	j := g.start(name, c, "vm-"+name, limit, jvmOptions{
 		JVMArgs: []string{"-Xmx64m", "-XX:MaxDirectMemorySize=4g", "-XX:+UseSerialGC"},
 		Args: []string{"--leak", "--kind", "direct-large", "--target-mb", "4096", "--rate-mb-s", "64", "--step-mb", "4",
 			"--after-s", "40"},
 	})
 	if j == nil {
+		return
+	}
+	// Half of the container, before the leak starts: tmpfs written by a
+	// process in it is charged to it, and stays charged after the kill
+	// until the file is removed.
+	shm := filepath.Join("/dev/shm", "vm-"+name)
+	defer os.Remove(shm)
+	fill := exec.Command("sh", "-c", `echo $$ > "$1" && exec dd if=/dev/zero of="$2" bs=1M count=224 status=none`,
+		"sh", filepath.Join(c.CgroupDir, "cgroup.procs"), shm)
+	if out, err := fill.CombinedOutput(); err != nil {
+		g.errorf("%s: filling the container: %v: %s", name, err, out)
 		return
 	}
 	waitFor(c, "the default-flags exporter to list the JVM", time.Minute, func() bool {
@@ -68,7 +64,7 @@ func (g *guest) fastLeakCase() {
 		}
 	}
 	ended(c, j, 3*time.Minute)
-	c.CgroupOOMKills = oomKills(dir)
+	c.CgroupOOMKills = oomKills(c.CgroupDir)
 	waitFor(c, "the default-flags exporter's report of the OOM kill", time.Minute, func() bool {
 		log, _ := os.ReadFile(filepath.Join(g.out, vmreport.DefaultExporterLog))
 		return strings.Contains(string(log), ` pid=`+strconv.Itoa(c.PID)+` task=java`)
