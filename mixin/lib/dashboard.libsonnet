@@ -28,6 +28,10 @@
       asDropdown: true,
       includeVars: true,
       keepTime: true,
+      // Required by Grafana's schema (test/grafana); its defaults.
+      icon: 'external link',
+      tooltip: '',
+      targetBlank: false,
     }],
     annotations: { list: [] },
     templating: { list: [] },
@@ -98,13 +102,21 @@
       colorMode: 'value',
       graphMode: 'area',
       textMode: 'auto',
+      // Required by Grafana's schema (test/grafana); its defaults.
+      justifyMode: 'auto',
+      orientation: 'auto',
+      wideLayout: true,
+      showPercentChange: false,
+      percentChangeColorMode: 'standard',
     },
   },
 
   // table shows instant queries, one row per series; labels become columns.
   table(title, description, targets, unit='short'):: panel('table', title, description, targets, unit) {
     transformations: [{ id: 'merge', options: {} }],
-    options: { showHeader: true, footer: { show: false } },
+    // frameIndex and footer.reducer are required by Grafana's schema
+    // (test/grafana); these are its defaults.
+    options: { showHeader: true, frameIndex: 0, footer: { show: false, reducer: [] } },
   },
 
   // Draws the series whose legend matches `pattern` as a dashed line outside
@@ -159,7 +171,6 @@
     name: 'datasource',
     label: 'Data source',
     query: 'prometheus',
-    current: {},
     hide: 0,
     refresh: 1,
     regex: '',
@@ -177,7 +188,6 @@
     datasource: $.datasource,
     query: { query: q, refId: 'PrometheusVariableQueryEditor-VariableQuery' },
     definition: q,
-    current: {},
     hide: 0,
     refresh: 2,  // on time range change: executors come and go
     sort: 1,
