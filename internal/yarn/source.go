@@ -1,0 +1,289 @@
+package yarn
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+)
+
+// Config configures a Source; the collector fills it from flags and
+// yarn-site.xml, tests from httptest servers.
+type Config struct {
+	// NodeManagerURL is the NodeManager's web base URL
+	// (http://host:8042); empty turns the Source off.
+	NodeManagerURL string
+	// ResourceManagerURLs are tried in order for application names; none
+	// leaves applications unnamed.
+	ResourceManagerURLs []string
+	// Conf is yarn-site.xml as read: the ratio and check modes, used until
+	// the NodeManager's own node info says otherwise.
+	Conf Conf
+	// Timeout bounds each request.
+	Timeout time.Duration
+	// Interval is the time between two polls of the container list while
+	// no container is near its allocation; HurryInterval while one is
+	// (Hurry). The NodeManager lists a finished container for seconds
+	// only: HurryInterval must be shorter than that.
+	Interval, HurryInterval time.Duration
+	// Retention: a container the NodeManager no longer lists is kept this
+	// long, so a death noticed later still finds its exit status.
+	Retention time.Duration
+	// MaxApps bounds the application names kept (the oldest goes first).
+	MaxApps int
+	// HTTPClient is for tests; nil builds one with Timeout.
+	HTTPClient *http.Client
+}
+
+// DefaultConfig's intervals: 2 s while a container is near its allocation
+// is shorter than the seconds the NodeManager lists a finished container
+// and than its own 3 s monitor pass; 15 s otherwise costs one small
+// request per 15 s.
+var DefaultConfig = Config{Timeout: 5 * time.Second, Interval: 15 * time.Second, HurryInterval: 2 * time.Second,
+	Retention: 10 * time.Minute, MaxApps: 1000}
+
+// appRetry: a failed application lookup is tried again after this long.
+const appRetry = time.Minute
+
+// Container is a YARN container as the Source last saw it.
+type Container struct {
+	ID, AppID, State, User, ExecutionType string
+	// Allocation is the container's memory allocation in bytes
+	// (totalMemoryNeededMB × MiB): the polling monitor's physical-memory
+	// limit, and in strict cgroup mode the cgroup's limit.
+	Allocation uint64
+	// VmemLimit is Allocation × yarn.nodemanager.vmem-pmem-ratio.
+	VmemLimit uint64
+	// ExitCode is the container's exit status once finished (ExitKilledPmem,
+	// the process's code, …); ExitInvalid while it runs.
+	ExitCode    int
+	Diagnostics string
+	Kill        Kill // ParseDiagnostics(Diagnostics)
+	FirstSeen   time.Time
+	LastSeen    time.Time // the last list that had it
+	// Gone: the NodeManager no longer lists it (since LastSeen).
+	Gone bool
+}
+
+// Finished reports whether the NodeManager gave the container an exit
+// status.
+func (c Container) Finished() bool { return c.ExitCode != ExitInvalid }
+
+// Node is what is known of the NodeManager.
+type Node struct {
+	URL         string
+	Reachable   bool      // the last poll of the container list succeeded
+	LastSuccess time.Time // zero if never
+	Err         string    // the last failure, for the log and the status page
+	Version     string
+	// The monitor's settings: from the NodeManager's node info where it
+	// says (the check modes), else from yarn-site.xml.
+	PmemCheck, VmemCheck bool
+	VmemRatio            float64
+	MonitorInterval      time.Duration
+	SmapsRSS             bool
+	StrictMemory         bool
+	ElasticMemory        bool
+	PollingCheck         bool // the polling monitor judges memory (no cgroup enforcement)
+}
+
+// ErrorCount is how many requests to a target failed with a kind.
+type ErrorCount struct {
+	Target, Kind string
+	Count        uint64
+}
+
+type appEntry struct {
+	name    string
+	found   bool
+	retryAt time.Time // when a failed lookup may be tried again
+}
+
+// Source polls the NodeManager and asks the ResourceManager for names in
+// the background. Its methods return what it holds and never wait on the
+// network.
+type Source struct {
+	cfg    Config
+	logger log.Logger
+	client *http.Client
+
+	mu         sync.Mutex
+	containers map[string]*Container
+	node       Node
+	errs       map[[2]string]uint64
+	apps       map[string]*appEntry
+	appOrder   []string // insertion order, for the bound
+	hurryUntil time.Time
+
+	wake    chan struct{}
+	lookups chan string
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+// NewSource returns a Source; zero fields of cfg take DefaultConfig's.
+// Start begins polling.
+func NewSource(cfg Config, logger log.Logger) *Source {
+	d := DefaultConfig
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = d.Timeout
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = d.Interval
+	}
+	if cfg.HurryInterval <= 0 || cfg.HurryInterval > cfg.Interval {
+		cfg.HurryInterval = min(d.HurryInterval, cfg.Interval)
+	}
+	if cfg.Retention <= 0 {
+		cfg.Retention = d.Retention
+	}
+	if cfg.MaxApps <= 0 {
+		cfg.MaxApps = d.MaxApps
+	}
+	if cfg.Conf.VmemRatio < 1 {
+		cfg.Conf.VmemRatio = DefaultVmemRatio
+		if cfg.Conf.Props == nil {
+			cfg.Conf.PmemCheck, cfg.Conf.VmemCheck, cfg.Conf.MonitorMillis = true, true, DefaultMonitorMillis
+		}
+	}
+	client := cfg.HTTPClient
+	if client == nil {
+		client = newHTTPClient(cfg.Timeout)
+	}
+	c := cfg.Conf
+	s := &Source{cfg: cfg, logger: logger, client: client,
+		containers: map[string]*Container{}, errs: map[[2]string]uint64{}, apps: map[string]*appEntry{},
+		wake: make(chan struct{}, 1), lookups: make(chan string, 64),
+		node: Node{URL: cfg.NodeManagerURL, PmemCheck: c.PmemCheck, VmemCheck: c.VmemCheck, VmemRatio: c.VmemRatio,
+			MonitorInterval: time.Duration(c.MonitorMillis) * time.Millisecond, SmapsRSS: c.SmapsRSS,
+			StrictMemory: c.StrictMemory, ElasticMemory: c.ElasticMemory, PollingCheck: c.PollingCheck()}}
+	return s
+}
+
+// Start begins polling in the background; Stop ends it. With Kerberos
+// required it polls nothing: the error is logged once and counted.
+func (s *Source) Start() {
+	if s.cfg.Conf.Kerberos() {
+		level.Error(s.logger).Log("msg", "YARN web services not read", "err", ErrKerberos)
+		s.mu.Lock()
+		s.node.Err = ErrKerberos.Error()
+		s.errs[[2]string{TargetNodeManager, ErrKerberosKind}]++
+		s.mu.Unlock()
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	s.wg.Add(2)
+	go s.pollLoop(ctx)
+	go s.lookupLoop(ctx)
+}
+
+// Stop ends the background loops and waits for them.
+func (s *Source) Stop() {
+	if s.cancel != nil {
+		s.cancel()
+	}
+	s.wg.Wait()
+}
+
+// Hurry asks for polls every HurryInterval until the given time: the
+// tracker calls it while a container's process tree is near its
+// allocation, so that the container's exit status is read before the
+// NodeManager drops it. A later call extends, an earlier one never
+// shortens.
+func (s *Source) Hurry(until time.Time) {
+	s.mu.Lock()
+	wakeNow := until.After(s.hurryUntil) && !s.hurrying(time.Now())
+	if until.After(s.hurryUntil) {
+		s.hurryUntil = until
+	}
+	s.mu.Unlock()
+	if wakeNow {
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (s *Source) hurrying(now time.Time) bool { return now.Before(s.hurryUntil) }
+
+// Container returns the container with this id as last seen, if the
+// NodeManager listed it within Retention.
+func (s *Source) Container(id string) (Container, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.containers[id]
+	if !ok {
+		return Container{}, false
+	}
+	return *c, true
+}
+
+// Containers returns every container held, running and finished.
+func (s *Source) Containers() []Container {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Container, 0, len(s.containers))
+	for _, c := range s.containers {
+		out = append(out, *c)
+	}
+	return out
+}
+
+// AppName returns the application's name from the ResourceManager, if it
+// has been read. An application not asked about yet is queued for a
+// lookup (once; a failure is tried again after a minute).
+func (s *Source) AppName(appID string) (string, bool) {
+	s.mu.Lock()
+	e, ok := s.apps[appID]
+	s.mu.Unlock()
+	if ok && (e.found || time.Now().Before(e.retryAt)) {
+		return e.name, e.found
+	}
+	s.queueLookup(appID)
+	return "", false
+}
+
+// Node returns what is known of the NodeManager.
+func (s *Source) Node() Node {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.node
+}
+
+// Errors returns the failed requests so far by target and kind.
+func (s *Source) Errors() []ErrorCount {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]ErrorCount, 0, len(s.errs))
+	for k, n := range s.errs {
+		out = append(out, ErrorCount{Target: k[0], Kind: k[1], Count: n})
+	}
+	return out
+}
+
+func (s *Source) countError(target string, err error) {
+	s.mu.Lock()
+	s.errs[[2]string{target, KindOf(err)}]++
+	s.mu.Unlock()
+}
+
+func (s *Source) queueLookup(appID string) {
+	if !ValidAppID(appID) || len(s.cfg.ResourceManagerURLs) == 0 {
+		return
+	}
+	select {
+	case s.lookups <- appID:
+	default: // full: asked again at the next list or call
+	}
+}
+
+func joinURL(base, path string) string { return strings.TrimRight(base, "/") + path }
+
+var errNoRM = errors.New("no ResourceManager answered")
