@@ -22,7 +22,7 @@ const (
 )
 
 // Reasons lists every reason, in the order the rule tries them.
-var Reasons = []string{ReasonOOMKilled, ReasonHeapExhausted, ReasonInterrupted, ReasonKilled, ReasonExited, ReasonUnknown}
+var Reasons = []string{ReasonOOMKilled, ReasonYARNPmem, ReasonYARNVmem, ReasonYARNElastic, ReasonHeapExhausted, ReasonInterrupted, ReasonKilled, ReasonExited, ReasonUnknown}
 
 // File is what became of the JVM's hsperfdata file when the JVM was gone.
 // HotSpot deletes it on every orderly exit (System.exit, the end of main,
@@ -157,6 +157,9 @@ type Death struct {
 	File      File
 	FileNote  string // why File is unknown
 	Heap      Heap
+	// YARN is the evidence about its YARN container; nil when it ran in
+	// none (yarn.go).
+	YARN *YARN
 }
 
 // Kill is a kernel OOM kill attributed to a tracked JVM.
@@ -179,8 +182,12 @@ type Verdict struct {
 	Reason   string
 	Evidence string
 	// Region is the kill's, for an OOM kill whose cause is native: what
-	// grew most outside the heap (oom.Verdict.Region); empty otherwise.
+	// grew most outside the heap (oom.Verdict.Region); for a YARN pmem
+	// kill, YARN.Region; empty otherwise.
 	Region string
+	// Advice is what to change, for the YARN reasons; empty otherwise (an
+	// OOM kill's is on its oom verdict).
+	Advice string
 }
 
 // Lookback: a notice pending at most this long before the JVM was last
@@ -193,23 +200,42 @@ const Lookback = time.Minute
 // none). The first that holds wins:
 //
 //  1. oom_killed: the kernel OOM killer killed it.
-//  2. heap_exhausted: not SIGKILLed (the file was deleted, or cannot
+//  2. yarn_pmem_limit, yarn_vmem_limit, yarn_elastic_oom: the NodeManager
+//     said it killed the container for memory (exit status -104 or -103,
+//     or elastic control's OOM handler).
+//  3. heap_exhausted: not SIGKILLed (the file was deleted, or cannot
 //     tell), and the heap or its old generation was full (HeapFullShare
 //     of its max) at the end, or at the last read within FullGCRecent of
 //     it with FullGCsBeforeOOME full collections since (the one the read
 //     came right after, if it did, among them), while the JVM
 //     collected hard (a full collection within FullGCRecent of the end, or
 //     GCBusyShare of the final window).
-//  3. interrupted: an interruption notice was pending.
-//  4. killed: the file was left behind.
-//  5. exited: the file was deleted.
-//  6. unknown: nothing says whether it was killed or exited.
+//  4. interrupted: an interruption notice was pending.
+//  5. yarn_vmem_limit, yarn_pmem_limit, inferred: with no word from the
+//     NodeManager, a sample at most YARNInferWithin before the end had
+//     the container's tree over a limit its polling monitor enforces.
+//  6. killed: the file was left behind.
+//  7. exited: the file was deleted.
+//  8. unknown: nothing says whether it was killed or exited.
 func Decide(d Death, kill *Kill, notice *Interruption) Verdict {
 	file := "hsperfdata file " + d.File.String()
 	if d.File == FileUnknown && d.FileNote != "" {
 		file = "hsperfdata file unknown: " + d.FileNote
 	}
 	heapGone, heap := d.Heap.exhausted()
+	if kill == nil {
+		if v, ok := yarnSeen(d, file, heap); ok {
+			return v
+		}
+	}
+	if note := yarnNote(d.YARN); note != "" {
+		file += "; " + note
+	}
+	var inferred Verdict
+	inferredOK := false
+	if kill == nil && notice == nil && !(heapGone && d.File != FileLeftBehind) {
+		inferred, inferredOK = yarnInferred(d, file, heap)
+	}
 	switch {
 	case kill != nil:
 		cause := kill.Cause
@@ -223,6 +249,8 @@ func Decide(d Death, kill *Kill, notice *Interruption) Verdict {
 	case notice != nil:
 		return Verdict{Reason: ReasonInterrupted, Evidence: fmt.Sprintf("%s notice pending from %s to %s; %s; %s",
 			notice.Event, notice.First.UTC().Format(time.RFC3339), notice.Last.UTC().Format(time.RFC3339), file, heap)}
+	case inferredOK:
+		return inferred
 	case d.File == FileLeftBehind:
 		return Verdict{Reason: ReasonKilled, Evidence: file + " (SIGKILL) and no kernel OOM kill; " + heap}
 	case d.File == FileDeleted:

@@ -16,13 +16,22 @@ type Config struct {
 	Memory time.Duration
 	// MaxKills bounds the kills kept; the oldest goes first.
 	MaxKills int
+	// YARNStatus, when set, returns the NodeManager's exit status of a
+	// finished YARN container (ok false while it is not known). A death in
+	// a YARN container waits for it up to YARNWait after it was noticed:
+	// the NodeManager marks the container finished after its process is
+	// gone, and the status is read at the next poll.
+	YARNStatus func(containerID string) (YARNStatus, bool)
+	YARNWait   time.Duration
 }
 
 // DefaultConfig: the kernel prints a kill before its victim is gone, so its
 // record is read within milliseconds unless the machine is overloaded; the
 // delay is that margin, and the time for a notice polled just after the
 // end. Its cost: every death is counted this much later.
-var DefaultConfig = Config{Delay: 2 * time.Second, Memory: 10 * time.Minute, MaxKills: 1000}
+// YARNWait covers two hurried polls of the NodeManager (2 s each) and
+// the time it takes to mark a killed container finished.
+var DefaultConfig = Config{Delay: 2 * time.Second, Memory: 10 * time.Minute, MaxKills: 1000, YARNWait: 8 * time.Second}
 
 // Decided is a death and its verdict, with what the caller attached to it.
 type Decided[T any] struct {
@@ -59,6 +68,9 @@ func NewJudge[T any](cfg Config) *Judge[T] {
 	}
 	if cfg.MaxKills <= 0 {
 		cfg.MaxKills = DefaultConfig.MaxKills
+	}
+	if cfg.YARNWait <= 0 {
+		cfg.YARNWait = DefaultConfig.YARNWait
 	}
 	return &Judge[T]{cfg: cfg, open: map[string]int{}}
 }
@@ -104,7 +116,8 @@ func (j *Judge[T]) Decide(now time.Time) []Decided[T] {
 	keep := j.pending[:0]
 	for _, p := range j.pending {
 		ki := slices.IndexFunc(j.kills, func(k Kill) bool { return k.Matches(p.death, now) })
-		if ki < 0 && now.Sub(p.death.Noticed) < j.cfg.Delay {
+		waitYARN := j.yarnStatus(&p.death) && now.Sub(p.death.Noticed) < j.cfg.YARNWait
+		if ki < 0 && (now.Sub(p.death.Noticed) < j.cfg.Delay || waitYARN) {
 			keep = append(keep, p)
 			continue
 		}
@@ -125,6 +138,22 @@ func (j *Judge[T]) Decide(now time.Time) []Decided[T] {
 	j.pending = keep
 	j.forget(now)
 	return out
+}
+
+// yarnStatus fills a YARN death's NodeManager status when it is known,
+// and reports whether it is still missing.
+func (j *Judge[T]) yarnStatus(d *Death) (missing bool) {
+	if d.YARN == nil || d.YARN.Status != nil || j.cfg.YARNStatus == nil {
+		return false
+	}
+	st, ok := j.cfg.YARNStatus(d.YARN.ContainerID)
+	if !ok {
+		return true
+	}
+	y := *d.YARN // the caller's evidence stays as it was handed over
+	y.Status = &st
+	d.YARN = &y
+	return false
 }
 
 func (j *Judge[T]) forget(now time.Time) {

@@ -1,0 +1,221 @@
+package exits
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Reasons of a YARN NodeManager's memory kills.
+const (
+	// ReasonYARNPmem: the NodeManager's polling monitor killed the
+	// container for its process tree's resident memory over the
+	// allocation (exit status -104).
+	ReasonYARNPmem = "yarn_pmem_limit"
+	// ReasonYARNVmem: the same for the tree's address space over the
+	// allocation × yarn.nodemanager.vmem-pmem-ratio (-103): a setting to
+	// change, not memory to add.
+	ReasonYARNVmem = "yarn_vmem_limit"
+	// ReasonYARNElastic: with elastic cgroup memory control, the
+	// NodeManager's OOM handler SIGKILLed the container when the containers'
+	// cgroup as a whole ran out; the kernel logs no OOM kill.
+	ReasonYARNElastic = "yarn_elastic_oom"
+)
+
+// ContainerExitStatus values the rule reads.
+const (
+	YARNExitAborted     = -100
+	YARNExitPreempted   = -102
+	YARNExitKilledVmem  = -103
+	YARNExitKilledPmem  = -104
+	YARNExitAppMaster   = -105
+	YARNExitByRM        = -106
+	YARNExitAfterApp    = -107
+	YARNExitByScheduler = -108
+)
+
+// Kill kinds of the NodeManager's diagnostics (internal/yarn.Kill.Kind).
+const (
+	YARNKillPmem    = "pmem"
+	YARNKillVmem    = "vmem"
+	YARNKillElastic = "elastic"
+	YARNKillSignal  = "signal"
+)
+
+// YARNInferWithin: a sample over a limit at most this long before the JVM
+// was last seen alive explains a SIGTERM/SIGKILL end. The monitor passes
+// every 3 s and a kill follows the pass that saw the tree over; the
+// tracker samples a JVM near its limit every second.
+const YARNInferWithin = 10 * time.Second
+
+// YARN is the evidence about a dead JVM's YARN container.
+type YARN struct {
+	ContainerID string
+	// Allocation is the container's memory allocation (the physical
+	// limit); VmemLimit the virtual one, Allocation × the ratio.
+	Allocation, VmemLimit uint64
+	// The NodeManager's monitor: which checks run, whether it polls at all
+	// (no cgroup enforcement), elastic cgroup control, smaps-based RSS.
+	PmemCheck, VmemCheck, PollingCheck, Elastic, SmapsRSS bool
+	// The tracker's last sample of the JVM's process tree before the end:
+	// resident memory summed as the NodeManager sums it and the address
+	// space, SampleAgo before the JVM was last seen alive.
+	TreeRSS, TreeVsize uint64
+	SampleAgo          time.Duration
+	// What the NodeManager's per-process sum counts that the kernel
+	// charges once or not at all: PySpark workers forked from the
+	// executor share pages with it, and resident pages of mapped files.
+	PythonWorkers bool
+	MappedBytes   uint64
+	// Region and Advice for a pmem kill: the OOM verdict's (internal/oom
+	// Judge) on the JVM's last sample against the allocation, so that a
+	// YARN kill gets the same region and advice as a kernel one.
+	Region, Advice string
+	// Status is the NodeManager's exit status and diagnostics; nil when
+	// they were not read (the container was dropped first, or the
+	// NodeManager was not reachable).
+	Status *YARNStatus
+}
+
+// YARNStatus is what the NodeManager said of the finished container.
+type YARNStatus struct {
+	ExitStatus int
+	Kill       string // a YARNKill kind, or empty
+	// Used and Limit are the figures of the diagnostics for the kind
+	// killed (physical or virtual); 0 when not given.
+	Used, Limit uint64
+}
+
+const vmemAdvice = "set yarn.nodemanager.vmem-check-enabled=false, or raise yarn.nodemanager.vmem-pmem-ratio, on the NodeManagers " +
+	"(YARN-4714: the JVM reserves address space it never uses); more executor memory would only raise the limit with the reservations"
+
+const elasticAdvice = "raise spark.executor.memoryOverhead so that the allocation covers the executor: the handler kills containers over their allocation first"
+
+const pmemAdviceGeneric = "raise spark.executor.memoryOverhead"
+
+// yarnSeen applies the NodeManager's own word, when read. ok is false
+// when it explains nothing (no container, a release, a preemption, an
+// exit).
+func yarnSeen(d Death, file, heap string) (Verdict, bool) {
+	y := d.YARN
+	if y == nil {
+		return Verdict{}, false
+	}
+	if s := y.Status; s != nil {
+		switch {
+		case s.ExitStatus == YARNExitKilledVmem || s.Kill == YARNKillVmem:
+			return y.vmem(fmt.Sprintf("NodeManager exit status %d, %s", s.ExitStatus, y.figures(s, "virtual", y.VmemLimit)), file), true
+		case s.ExitStatus == YARNExitKilledPmem || s.Kill == YARNKillPmem:
+			what := "NodeManager exit status -104, " + y.figures(s, "physical", y.Allocation)
+			if s.Kill == YARNKillElastic {
+				what = "NodeManager exit status -104: its cgroup was under OOM (strict and elastic control)"
+			}
+			return y.pmem(what, file, heap), true
+		case s.Kill == YARNKillElastic || (s.Kill == YARNKillSignal && y.Elastic):
+			return Verdict{Reason: ReasonYARNElastic, Evidence: fmt.Sprintf("NodeManager exit status %d, killed by an external signal under elastic memory control: "+
+				"its OOM handler SIGKILLed the container when the containers' cgroup ran out; %s; %s", s.ExitStatus, y.usage(), file), Advice: elasticAdvice}, true
+		}
+	}
+	return Verdict{}, false // a release, a preemption, the application's end: no memory kill
+}
+
+// yarnInferred infers a polling monitor's kill when the NodeManager's
+// word was not read: the last sample, seconds before the end, had the
+// tree over a limit the monitor enforces. The monitor kills with SIGTERM
+// (the JVM's shutdown deletes its file) and SIGKILL 250 ms later (which
+// leaves it when the shutdown did not finish), so the file says nothing
+// either way.
+func yarnInferred(d Death, file, heap string) (Verdict, bool) {
+	y := d.YARN
+	if y == nil || y.Status != nil || !y.PollingCheck || y.SampleAgo > YARNInferWithin {
+		return Verdict{}, false
+	}
+	if y.VmemCheck && y.VmemLimit > 0 && y.TreeVsize > y.VmemLimit {
+		return y.vmem(fmt.Sprintf("inferred: no NodeManager exit status read; the last sample, %s before the end, had the process tree's address space at %s of its %s virtual limit",
+			y.SampleAgo.Round(100*time.Millisecond), inMiBString(y.TreeVsize), inMiBString(y.VmemLimit)), file), true
+	}
+	if y.PmemCheck && y.Allocation > 0 && y.TreeRSS > y.Allocation {
+		return y.pmem(fmt.Sprintf("inferred: no NodeManager exit status read; the last sample, %s before the end, had the process tree's resident memory at %s of its %s allocation",
+			y.SampleAgo.Round(100*time.Millisecond), inMiBString(y.TreeRSS), inMiBString(y.Allocation)), file, heap), true
+	}
+	return Verdict{}, false
+}
+
+func (y *YARN) vmem(what, file string) Verdict {
+	return Verdict{Reason: ReasonYARNVmem, Evidence: what + "; " + y.usage() + "; " + file, Advice: vmemAdvice}
+}
+
+func (y *YARN) pmem(what, file, heap string) Verdict {
+	advice := y.Advice
+	if advice == "" {
+		advice = pmemAdviceGeneric
+	}
+	ev := what
+	if y.Region != "" {
+		ev += ", " + y.Region + " grew most"
+	}
+	ev += "; " + y.usage() + "; " + file + "; " + heap
+	if note := y.overCount(); note != "" {
+		ev += "; " + note
+	}
+	return Verdict{Reason: ReasonYARNPmem, Evidence: ev, Region: y.Region, Advice: advice}
+}
+
+// figures says what the diagnostics gave, or the allocation when they
+// gave nothing.
+func (y *YARN) figures(s *YARNStatus, kind string, limit uint64) string {
+	if s.Used > 0 && s.Limit > 0 {
+		return fmt.Sprintf("%s of %s %s memory used", inMiBString(s.Used), inMiBString(s.Limit), kind)
+	}
+	return fmt.Sprintf("over its %s %s limit", inMiBString(limit), kind)
+}
+
+func (y *YARN) usage() string {
+	return fmt.Sprintf("container %s, allocation %s, last sample: tree resident %s, address space %s",
+		y.ContainerID, inMiBString(y.Allocation), inMiBString(y.TreeRSS), inMiBString(y.TreeVsize))
+}
+
+// overCount names what the NodeManager's sum of per-process RSS counts
+// that the memory does not hold: it adds each process's resident pages,
+// so a page shared by the executor and the PySpark workers it forked
+// counts once per process, and resident pages of mapped files count as
+// the container's.
+func (y *YARN) overCount() string {
+	if y.SmapsRSS {
+		return ""
+	}
+	var parts []string
+	if y.PythonWorkers {
+		parts = append(parts, "pages shared with forked PySpark workers count once per process")
+	}
+	if y.MappedBytes > 0 {
+		parts = append(parts, fmt.Sprintf("%s of mapped files count as the container's", inMiBString(y.MappedBytes)))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "the NodeManager's sum of each process's RSS over-counts (" + strings.Join(parts, "; ") +
+		"): yarn.nodemanager.container-monitor.procfs-tree.smaps-based-rss.enabled=true counts what each process holds privately and its share of the rest"
+}
+
+func inMiBString(b uint64) string { return fmt.Sprintf("%.0f MiB", inMiB(b)) }
+
+// yarnNote describes a container's end that was no memory kill, for the
+// evidence of the reason the rest of the rule gives.
+func yarnNote(y *YARN) string {
+	if y == nil || y.Status == nil {
+		return ""
+	}
+	what := map[int]string{
+		YARNExitAppMaster:   "released by the ApplicationMaster (exit status -105: dynamic allocation, the application's end)",
+		YARNExitPreempted:   "preempted by the scheduler (exit status -102)",
+		YARNExitAborted:     "aborted by the framework (exit status -100)",
+		YARNExitByRM:        "killed by the ResourceManager (exit status -106)",
+		YARNExitAfterApp:    "killed after the application finished (exit status -107)",
+		YARNExitByScheduler: "killed by the container scheduler for another container (exit status -108)",
+	}[y.Status.ExitStatus]
+	if what == "" {
+		what = fmt.Sprintf("exit status %d", y.Status.ExitStatus)
+	}
+	return "YARN container " + y.ContainerID + " " + what + ", no memory kill"
+}

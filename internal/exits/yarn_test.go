@@ -1,0 +1,160 @@
+package exits
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+const yarnID = "container_1700000000000_0042_01_000002"
+
+// onYARN is an executor in a 1 GiB container on a NodeManager with the
+// polling monitor and both checks, as Apache Hadoop ships.
+func onYARN(file File, mod func(*YARN)) Death {
+	d := death(file, calm)
+	y := &YARN{ContainerID: yarnID, Allocation: 1024 * mib, VmemLimit: 2150 * mib, PmemCheck: true, VmemCheck: true, PollingCheck: true,
+		TreeRSS: 900 * mib, TreeVsize: 1800 * mib, SampleAgo: 2 * time.Second,
+		Region: "direct", Advice: "raise spark.executor.memoryOverhead by 256 MiB to 640 MiB"}
+	if mod != nil {
+		mod(y)
+	}
+	d.YARN = y
+	return d
+}
+
+func status(code int, kind string, used, limit uint64) func(*YARN) {
+	return func(y *YARN) { y.Status = &YARNStatus{ExitStatus: code, Kill: kind, Used: used, Limit: limit} }
+}
+
+func TestDecideYARN(t *testing.T) {
+	kernel := &Kill{PID: 42, Received: t0.Add(time.Hour + time.Second), Cause: "native"}
+	spot := &Interruption{Event: "spot_interruption", First: t0.Add(59 * time.Minute), Last: t0.Add(time.Hour + 10*time.Second)}
+	and := func(fs ...func(*YARN)) func(*YARN) {
+		return func(y *YARN) {
+			for _, f := range fs {
+				f(y)
+			}
+		}
+	}
+	over := func(y *YARN) { y.TreeRSS = 1025 * mib }
+	for _, tc := range []struct {
+		name     string
+		death    Death
+		kill     *Kill
+		notice   *Interruption
+		want     string
+		evidence []string // substrings of the evidence
+		advice   string   // substring of the advice
+	}{
+		{"-104 read", onYARN(FileDeleted, status(-104, YARNKillPmem, 1100*mib, 1024*mib)), nil, nil, ReasonYARNPmem,
+			[]string{"exit status -104", "1100 MiB of 1024 MiB physical", "direct grew most"}, "memoryOverhead by 256 MiB"},
+		{"-104 without figures", onYARN(FileLeftBehind, status(-104, "", 0, 0)), nil, nil, ReasonYARNPmem, []string{"over its 1024 MiB physical limit"}, "memoryOverhead"},
+		{"-104 beats a notice and a full heap", func() Death {
+			d := onYARN(FileDeleted, status(-104, YARNKillPmem, 0, 0))
+			d.Heap = thrashing
+			return d
+		}(), nil, spot, ReasonYARNPmem, nil, ""},
+		{"-103 read", onYARN(FileDeleted, status(-103, YARNKillVmem, 2200*mib, 2150*mib)), nil, nil, ReasonYARNVmem,
+			[]string{"2200 MiB of 2150 MiB virtual"}, "yarn.nodemanager.vmem-check-enabled=false"},
+		{"under OOM, strict and elastic", onYARN(FileLeftBehind, status(-104, YARNKillElastic, 0, 0)), nil, nil, ReasonYARNPmem, []string{"under OOM"}, ""},
+		{"elastic handler's SIGKILL", onYARN(FileLeftBehind, and(status(137, YARNKillSignal, 0, 0), func(y *YARN) { y.Elastic, y.PollingCheck = true, false })),
+			nil, nil, ReasonYARNElastic, []string{"elastic memory control"}, "memoryOverhead"},
+		{"external signal without elastic control is someone's kill", onYARN(FileLeftBehind, status(137, YARNKillSignal, 0, 0)), nil, nil, ReasonKilled, nil, ""},
+		{"kernel kill in a strict cgroup", onYARN(FileLeftBehind, and(status(137, YARNKillSignal, 0, 0), func(y *YARN) { y.PollingCheck = false })), kernel, nil, ReasonOOMKilled, nil, ""},
+		{"ApplicationMaster release", onYARN(FileDeleted, and(over, status(-105, "", 0, 0))), nil, nil, ReasonExited, []string{"released by the ApplicationMaster"}, ""},
+		{"preemption", onYARN(FileLeftBehind, status(-102, "", 0, 0)), nil, nil, ReasonKilled, []string{"preempted"}, ""},
+		{"the application's end", onYARN(FileDeleted, status(-107, "", 0, 0)), nil, nil, ReasonExited, []string{"after the application finished"}, ""},
+		{"exit 0", onYARN(FileDeleted, status(0, "", 0, 0)), nil, nil, ReasonExited, nil, ""},
+		{"heap exhaustion's exit 52", func() Death {
+			d := onYARN(FileDeleted, status(52, "", 0, 0))
+			d.Heap = thrashing
+			return d
+		}(), nil, nil, ReasonHeapExhausted, nil, ""},
+
+		{"inferred pmem", onYARN(FileDeleted, over), nil, nil, ReasonYARNPmem, []string{"inferred", "1025 MiB of its 1024 MiB allocation"}, "memoryOverhead by 256 MiB"},
+		{"inferred pmem, SIGKILL", onYARN(FileLeftBehind, over), nil, nil, ReasonYARNPmem, []string{"inferred"}, ""},
+		{"at the allocation is not over", onYARN(FileLeftBehind, func(y *YARN) { y.TreeRSS = 1024 * mib }), nil, nil, ReasonKilled, nil, ""},
+		{"a sample too old", onYARN(FileLeftBehind, and(over, func(y *YARN) { y.SampleAgo = YARNInferWithin + time.Millisecond })), nil, nil, ReasonKilled, nil, ""},
+		{"a sample just in time", onYARN(FileLeftBehind, and(over, func(y *YARN) { y.SampleAgo = YARNInferWithin })), nil, nil, ReasonYARNPmem, nil, ""},
+		{"pmem check off", onYARN(FileLeftBehind, and(over, func(y *YARN) { y.PmemCheck = false })), nil, nil, ReasonKilled, nil, ""},
+		{"no polling monitor (strict cgroups)", onYARN(FileLeftBehind, and(over, func(y *YARN) { y.PollingCheck = false })), nil, nil, ReasonKilled, nil, ""},
+		{"inferred vmem first", onYARN(FileLeftBehind, and(over, func(y *YARN) { y.TreeVsize = 2151 * mib })), nil, nil, ReasonYARNVmem, []string{"inferred", "address space"}, "vmem-pmem-ratio"},
+		{"vmem check off", onYARN(FileLeftBehind, func(y *YARN) { y.TreeVsize, y.VmemCheck = 4000*mib, false }), nil, nil, ReasonKilled, nil, ""},
+		{"a notice beats an inference", onYARN(FileDeleted, over), nil, spot, ReasonInterrupted, nil, ""},
+		{"no YARN", death(FileLeftBehind, calm), nil, nil, ReasonKilled, nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := Decide(tc.death, tc.kill, tc.notice)
+			if v.Reason != tc.want {
+				t.Fatalf("reason %s, want %s: %s", v.Reason, tc.want, v.Evidence)
+			}
+			for _, s := range tc.evidence {
+				if !strings.Contains(v.Evidence, s) {
+					t.Errorf("evidence %q lacks %q", v.Evidence, s)
+				}
+			}
+			if !strings.Contains(v.Advice, tc.advice) {
+				t.Errorf("advice %q lacks %q", v.Advice, tc.advice)
+			}
+			if v.Reason == ReasonYARNVmem && strings.Contains(v.Advice, "memoryOverhead") {
+				t.Errorf("vmem advice asks for memory: %q", v.Advice)
+			}
+			if v.Reason == ReasonYARNPmem && v.Region != tc.death.YARN.Region {
+				t.Errorf("region %q, want %q", v.Region, tc.death.YARN.Region)
+			}
+		})
+	}
+}
+
+func TestYARNOverCount(t *testing.T) {
+	shared := func(y *YARN) { y.Status = &YARNStatus{ExitStatus: -104}; y.PythonWorkers, y.MappedBytes = true, 300*mib }
+	v := Decide(onYARN(FileLeftBehind, shared), nil, nil)
+	if !strings.Contains(v.Evidence, "smaps-based-rss.enabled=true") || !strings.Contains(v.Evidence, "PySpark") || !strings.Contains(v.Evidence, "300 MiB of mapped files") {
+		t.Errorf("no over-count note: %s", v.Evidence)
+	}
+	v = Decide(onYARN(FileLeftBehind, func(y *YARN) { shared(y); y.SmapsRSS = true }), nil, nil)
+	if strings.Contains(v.Evidence, "smaps") {
+		t.Errorf("over-count note with smaps-based RSS on: %s", v.Evidence)
+	}
+	v = Decide(onYARN(FileLeftBehind, status(-104, "", 0, 0)), nil, nil)
+	if strings.Contains(v.Evidence, "smaps") {
+		t.Errorf("over-count note without shared or mapped pages: %s", v.Evidence)
+	}
+}
+
+// The judge waits for the NodeManager's status of a YARN death beyond its
+// usual delay, up to YARNWait, then decides by inference.
+func TestJudgeWaitsForYARN(t *testing.T) {
+	var known map[string]YARNStatus
+	j := NewJudge[string](Config{YARNWait: 8 * time.Second, YARNStatus: func(id string) (YARNStatus, bool) { s, ok := known[id]; return s, ok }})
+	d := onYARN(FileDeleted, func(y *YARN) { y.TreeRSS = 1100 * mib })
+	j.Died(d, "a")
+	if got := j.Decide(d.Noticed.Add(3 * time.Second)); len(got) != 0 {
+		t.Fatalf("decided before the NodeManager's status: %+v", got)
+	}
+	known = map[string]YARNStatus{yarnID: {ExitStatus: -105}}
+	got := j.Decide(d.Noticed.Add(4 * time.Second))
+	if len(got) != 1 || got[0].Verdict.Reason != ReasonExited || !strings.Contains(got[0].Verdict.Evidence, "ApplicationMaster") {
+		t.Fatalf("with the status read: %+v", got)
+	}
+	if d.YARN.Status != nil {
+		t.Error("the caller's evidence was changed")
+	}
+
+	known = nil
+	j.Died(d, "b")
+	if got := j.Decide(d.Noticed.Add(8*time.Second - time.Millisecond)); len(got) != 0 {
+		t.Fatalf("decided before YARNWait: %+v", got)
+	}
+	got = j.Decide(d.Noticed.Add(8 * time.Second))
+	if len(got) != 1 || got[0].Verdict.Reason != ReasonYARNPmem || !strings.Contains(got[0].Verdict.Evidence, "inferred") {
+		t.Fatalf("after YARNWait: %+v", got)
+	}
+
+	// Without YARN evidence, the usual delay.
+	plain := death(FileDeleted, calm)
+	j.Died(plain, "c")
+	if got := j.Decide(plain.Noticed.Add(DefaultConfig.Delay)); len(got) != 1 {
+		t.Fatalf("a death outside YARN waited: %+v", got)
+	}
+}
