@@ -107,7 +107,10 @@ func TestDecideYARN(t *testing.T) {
 }
 
 func TestYARNOverCount(t *testing.T) {
-	shared := func(y *YARN) { y.Status = &YARNStatus{ExitStatus: -104}; y.PythonWorkers, y.MappedBytes = true, 300*mib }
+	shared := func(y *YARN) {
+		y.Status = &YARNStatus{ExitStatus: -104}
+		y.PythonWorkers, y.MappedBytes = true, 300*mib
+	}
 	v := Decide(onYARN(FileLeftBehind, shared), nil, nil)
 	if !strings.Contains(v.Evidence, "smaps-based-rss.enabled=true") || !strings.Contains(v.Evidence, "PySpark") || !strings.Contains(v.Evidence, "300 MiB of mapped files") {
 		t.Errorf("no over-count note: %s", v.Evidence)
