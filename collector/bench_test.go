@@ -21,12 +21,12 @@ import (
 
 // BenchmarkHTTPScrape is what one Prometheus scrape costs the exporter with
 // 20 real JVMs on the machine: the jvm, exits and memory collectors, the Go and
-// process collectors, text encoding and gzip, through promhttp as the
-// binary serves it (its own process collector, NewProcessCollector). "served" answers from a sample younger than
+// process collectors, text encoding and gzip, through the handler the
+// binary serves. "served" answers from a sample younger than
 // --jvm.max-sample-age (the default flags); "fresh" reads every JVM;
 // "served-registry" is "served" with the per-JVM series gathered through
-// the registry and encoded per scrape, as before ExecutorCollector's
-// TextHandler.
+// a registry and encoded per scrape by promhttp, the anchor of the
+// handler's rendering of each JVM's text once per reading.
 func BenchmarkHTTPScrape(b *testing.B) {
 	startBenchJVMs(b, *benchJVMs)
 	settle(b)
@@ -52,19 +52,16 @@ func BenchmarkHTTPScrape(b *testing.B) {
 			ec := NewExecutorCollectorFrom(log.NewNopLogger(), map[string]Collector{
 				"jvm": NewJVMCollector(tracker, log.NewNopLogger()), "memory": memory, "exits": exitsC,
 			})
-			reg := prometheus.NewRegistry()
-			pc, err := NewProcessCollector(Paths{ProcFS: "/proc"}, ProcessCollectorOpts{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer pc.Close()
-			reg.MustRegister(ec, pc, collectors.NewGoCollector())
+			self := prometheus.NewRegistry()
+			self.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
 			opts := promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, EnableOpenMetrics: true}
 			var handler http.Handler
 			if bc.registry {
-				handler = promhttp.HandlerFor(reg, opts)
+				reg := prometheus.NewRegistry()
+				reg.MustRegister(ec)
+				handler = promhttp.HandlerFor(prometheus.Gatherers{reg, self}, opts)
 			} else {
-				handler = ec.TextHandler(reg, promhttp.HandlerForTransactional(ec.Gatherer(reg), opts), opts)
+				handler = ec.Handler(self, opts)
 			}
 			req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
 			req.Header.Set("Accept-Encoding", "gzip")

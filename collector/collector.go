@@ -138,33 +138,28 @@ func (ec *ExecutorCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 // Collect implements prometheus.Collector.
-func (ec *ExecutorCollector) Collect(ch chan<- prometheus.Metric) { ec.collect(ch, false) }
+func (ec *ExecutorCollector) Collect(ch chan<- prometheus.Metric) { ec.collect(ch, nil) }
 
-// ServedApart is ec without the per-JVM series, for a registry served by
-// ec.TextHandler and ec.Gatherer, which add those series as they were
-// built. Any other registry takes ec itself.
-func (ec *ExecutorCollector) ServedApart() prometheus.Collector { return servedApart{ec} }
-
-type servedApart struct{ ec *ExecutorCollector }
-
-func (s servedApart) Describe(ch chan<- *prometheus.Desc) { s.ec.Describe(ch) }
-func (s servedApart) Collect(ch chan<- prometheus.Metric) { s.ec.collect(ch, true) }
-
-// apartUpdater is a collector some of whose series can be served apart
-// from the registry.
-type apartUpdater interface {
-	updateApart(ch chan<- prometheus.Metric) error
+// servedApart is ec with the jvm collector serving set, and without its
+// per-JVM series, which the handler adds from the same set: one scrape,
+// one view (Handler).
+type servedApart struct {
+	ec  *ExecutorCollector
+	set *jvmSet
 }
 
-func (ec *ExecutorCollector) collect(ch chan<- prometheus.Metric, apart bool) {
+func (s servedApart) Describe(ch chan<- *prometheus.Desc) { s.ec.Describe(ch) }
+func (s servedApart) Collect(ch chan<- prometheus.Metric) { s.ec.collect(ch, s.set) }
+
+func (ec *ExecutorCollector) collect(ch chan<- prometheus.Metric, apart *jvmSet) {
 	var wg sync.WaitGroup
 	wg.Add(len(ec.Collectors))
 	for name, c := range ec.Collectors {
 		go func(name string, c Collector) {
 			defer wg.Done()
 			update := c.Update
-			if a, ok := c.(apartUpdater); ok && apart {
-				update = a.updateApart
+			if jc, ok := c.(*jvmCollector); ok && apart != nil {
+				update = func(ch chan<- prometheus.Metric) error { return jc.update(ch, apart, true) }
 			}
 			ec.execute(name, update, ch)
 		}(name, c)

@@ -1,10 +1,8 @@
 package collector
 
 import (
-	"hash/maphash"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-kit/log"
@@ -39,8 +37,16 @@ const maxLabelBytes = labelvalue.MaxBytes
 // identityLabels are on every per-process series.
 var identityLabels = []string{"pid", "role", "app_id", "executor_id"}
 
+// jvmSource is what the jvm collector reads of the tracker.
+type jvmSource interface {
+	Current() (jvm.View, error)
+	ErrorCounts() map[string]uint64
+	Reads() uint64
+	NativeReads() (reads, checks uint64)
+}
+
 type jvmCollector struct {
-	tracker *jvm.Tracker
+	tracker jvmSource
 	logger  log.Logger
 	// pods names each JVM's pod; nil without the Kubernetes API.
 	pods      podSource
@@ -57,34 +63,15 @@ type jvmCollector struct {
 	containerDescs
 	processes, dropped, readErrors  *prometheus.Desc
 	native, nativeTime, nativeReads *prometheus.Desc
-	reads, notifications            *prometheus.Desc
+	reads                           *prometheus.Desc
 	peak, residentPeak, cgPeak      *prometheus.Desc
 
 	// The per-JVM series of the last view (jvm_series.go).
 	infoFamily int
-	sinks      *keeper[*textSink]
 	buildMu    sync.Mutex
 	builtOf    builtKey
 	built      *jvmSet
-	byPID      map[int]*jvmEntry      // the last build's
-	served     atomic.Pointer[jvmSet] // what the last update built
-	// asked is when a scrape last asked for each format's text (text,
-	// OpenMetrics), in Unix nanoseconds; see keepsText.
-	asked [2]atomic.Int64
-}
-
-// textKeptFor is how long after a scrape last asked for a format the
-// JVMs' text in it is kept from reading to reading, for the next
-// rendering to copy the lines that stand (jvmCollector.text): longer
-// than any scrape interval, so that Prometheus's format is always kept,
-// and short enough that a format asked once (a person's curl, a probe)
-// does not keep a second copy of every JVM's series for good.
-const textKeptFor = 5 * time.Minute
-
-// keepsText says whether a format's text is still asked for: see
-// textKeptFor.
-func (c *jvmCollector) keepsText(openMetrics bool, now time.Time) bool {
-	return now.UnixNano()-c.asked[b2i(openMetrics)].Load() < int64(textKeptFor)
+	byPID      map[int]*jvmEntry // the last build's
 }
 
 // builtKey is what the per-JVM series depend on: the view and the pod list.
@@ -98,6 +85,10 @@ type builtKey struct {
 // the memory cgroup around it. A scrape serves what the tracker last read
 // (jvm.Tracker.Current).
 func NewJVMCollector(tracker *jvm.Tracker, logger log.Logger) Collector {
+	return newJVMCollector(tracker, logger)
+}
+
+func newJVMCollector(tracker jvmSource, logger log.Logger) *jvmCollector {
 	descs := newDescTable()
 	c := &jvmCollector{
 		descs:         descs,
@@ -133,8 +124,6 @@ func NewJVMCollector(tracker *jvm.Tracker, logger log.Logger) Collector {
 			"Reads for the JVMs' breakdowns by region: smaps (a breakdown, milliseconds of CPU each) or maps (a check that found one unchanged).", []string{"file"}, nil),
 		reads: prometheus.NewDesc(prometheus.BuildFQName(namespace, "jvm", "reads_total"),
 			"Readings of a JVM (hsperfdata, process tree, cgroup), in the background as its risk says and on scrapes when nothing samples in the background.", nil, nil),
-		notifications: prometheus.NewDesc(prometheus.BuildFQName(namespace, "jvm", "sampling_containers"),
-			"Containers with a memory limit that JVMs are in, by how the sampler hears that one nears its limit: threshold (cgroup v1 usage thresholds), events (cgroup v2 memory.events and PSI), none (its headroom alone sets the interval).", []string{"notification"}, nil),
 		processes: prometheus.NewDesc(prometheus.BuildFQName(namespace, "jvm", "processes"),
 			"JVMs tracked on this machine.", nil, nil),
 		dropped: prometheus.NewDesc(prometheus.BuildFQName(namespace, "jvm", "processes_dropped"),
@@ -144,42 +133,41 @@ func NewJVMCollector(tracker *jvm.Tracker, logger log.Logger) Collector {
 	}
 	descs.sort()
 	c.infoFamily = descs.byName[prometheus.BuildFQName(namespace, "jvm", "info")]
-	seed := maphash.MakeSeed()
-	c.sinks = newKeeper(func() *textSink { return &textSink{descs: descs, infoFamily: c.infoFamily, seed: seed} })
 	return c
 }
 
 // Update sends every series, the per-JVM ones included, to ch: for any
 // registry the collectors are registered in.
-func (c *jvmCollector) Update(ch chan<- prometheus.Metric) error { return c.update(ch, false) }
+func (c *jvmCollector) Update(ch chan<- prometheus.Metric) error {
+	return c.update(ch, c.snapshot(), false)
+}
 
-// updateApart sends all but the per-JVM series, which the exporter's
-// handler serves from c.served (ExecutorCollector.ServedApart).
-func (c *jvmCollector) updateApart(ch chan<- prometheus.Metric) error { return c.update(ch, true) }
-
-func (c *jvmCollector) update(ch chan<- prometheus.Metric, apart bool) error {
+// snapshot is the tracker's current view as a scrape serves it.
+func (c *jvmCollector) snapshot() *jvmSet {
 	view, err := c.tracker.Current()
 	if err != nil {
-		c.served.Store(nil)
-		return err
+		return &jvmSet{err: err}
 	}
-	ch <- prometheus.MustNewConstMetric(c.processes, prometheus.GaugeValue, float64(len(view.JVMs)))
-	ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.GaugeValue, float64(view.Dropped))
+	return c.series(view)
+}
+
+// update sends set's series to ch, and the tracker's counters; apart
+// leaves out the per-JVM series, which the handler serves from set.
+func (c *jvmCollector) update(ch chan<- prometheus.Metric, set *jvmSet, apart bool) error {
+	if set.err != nil {
+		return set.err
+	}
+	ch <- prometheus.MustNewConstMetric(c.processes, prometheus.GaugeValue, float64(set.processes))
+	ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.GaugeValue, float64(set.dropped))
 	errs := c.tracker.ErrorCounts()
 	for _, reason := range []string{jvm.ReasonPermission, jvm.ReasonCorrupt, jvm.ReasonStale, jvm.ReasonUntrusted, jvm.ReasonRead, jvm.ReasonCgroup, jvm.ReasonNativeMemory} {
 		// Every reason is present from the start, so increase() sees the first error.
 		ch <- prometheus.MustNewConstMetric(c.readErrors, prometheus.CounterValue, float64(errs[reason]), reason)
 	}
 	ch <- prometheus.MustNewConstMetric(c.reads, prometheus.CounterValue, float64(c.tracker.Reads()))
-	notifications := c.tracker.Notifications()
-	for _, n := range []string{jvm.NotifyThreshold, jvm.NotifyEvents, jvm.NotifyNone} {
-		ch <- prometheus.MustNewConstMetric(c.notifications, prometheus.GaugeValue, float64(notifications[n]), n)
-	}
 	reads, checks := c.tracker.NativeReads()
 	ch <- prometheus.MustNewConstMetric(c.nativeReads, prometheus.CounterValue, float64(reads), "smaps")
 	ch <- prometheus.MustNewConstMetric(c.nativeReads, prometheus.CounterValue, float64(checks), "maps")
-	set := c.series(view)
-	c.served.Store(set)
 	if !apart {
 		c.send(set, ch)
 	}
@@ -201,9 +189,7 @@ func (c *jvmCollector) series(view jvm.View) *jvmSet {
 	if c.built != nil && c.builtOf == key {
 		return c.built
 	}
-	now := time.Now()
-	keep := [2]bool{c.keepsText(false, now), c.keepsText(true, now)}
-	set := &jvmSet{jvms: make([]*jvmEntry, 0, len(view.JVMs)+len(view.Ended))}
+	set := &jvmSet{processes: len(view.JVMs), dropped: view.Dropped, jvms: make([]*jvmEntry, 0, len(view.JVMs)+len(view.Ended))}
 	byPID := make(map[int]*jvmEntry, len(view.JVMs))
 	for i := range view.JVMs {
 		j := &view.JVMs[i]
@@ -213,20 +199,7 @@ func (c *jvmCollector) series(view jvm.View) *jvmSet {
 		}
 		e := c.byPID[j.PID]
 		if e == nil || e.of != of || of.start.IsZero() {
-			last := e
 			e = &jvmEntry{of: of, j: *j, pod: resolvePod(j, pods, c.pods, c.podLabels)}
-			if last != nil && last.of.start.Equal(of.start) {
-				for i := range e.prev {
-					if !keep[i] {
-						continue
-					}
-					if t := last.text[i].Load(); t != nil {
-						e.prev[i].Store(t)
-					} else {
-						e.prev[i].Store(last.prev[i].Load())
-					}
-				}
-			}
 		}
 		set.jvms = append(set.jvms, e)
 		byPID[j.PID] = e

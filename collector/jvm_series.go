@@ -146,10 +146,15 @@ func (s *metricSink) info(d *prometheus.Desc, _, values []string) {
 	}
 }
 
-// jvmSet is the per-JVM series of one view: each JVM of it, then each
-// that ended within the retention (its final peaks only).
+// jvmSet is one view of the tracker as a scrape serves it: how many JVMs
+// it has, and its per-JVM series: each JVM of it, then each that ended
+// within the retention (its final peaks only). err is the tracker's,
+// when it has no view.
 type jvmSet struct {
-	jvms []*jvmEntry
+	err       error
+	processes int
+	dropped   int
+	jvms      []*jvmEntry
 }
 
 // jvmEntry is one JVM of a view and its series, rendered per format on
@@ -162,9 +167,6 @@ type jvmEntry struct {
 	ended *jvm.Sample // the last sample, for one that ended
 	pod   podIdentity
 	text  [2]atomic.Pointer[jvmText] // text, OpenMetrics
-	// prev is the text of the same JVM's last reading, until this
-	// entry's is rendered (jvmCollector.text).
-	prev [2]atomic.Pointer[jvmText]
 }
 
 // jvmBuildKey is what a JVM's series depend on: the reading, its
@@ -192,28 +194,29 @@ func (c *jvmCollector) send(set *jvmSet, ch chan<- prometheus.Metric) {
 	}
 }
 
-// Gatherer serves g — a gatherer whose registry has ec.ServedApart()
-// registered — and adds the per-JVM series of the view that g's gather
-// served, as const metrics through a registry of their own, merged in
-// name order. It is for formats other than text (protobuf), through
-// promhttp.HandlerForTransactional.
+// Gatherer gathers every collector and g — the build info, the exporter's
+// own metrics — from one snapshot of the tracker's view, with the per-JVM
+// series as const metrics. It is for formats other than text (protobuf),
+// through promhttp.HandlerForTransactional.
 func (ec *ExecutorCollector) Gatherer(g prometheus.Gatherer) prometheus.TransactionalGatherer {
 	jc, _ := ec.Collectors["jvm"].(*jvmCollector)
-	return servedGatherer{g: g, jc: jc}
+	return servedGatherer{g: g, ec: ec, jc: jc}
 }
 
 type servedGatherer struct {
 	g  prometheus.Gatherer
+	ec *ExecutorCollector
 	jc *jvmCollector
 }
 
 func (p servedGatherer) Gather() ([]*dto.MetricFamily, func(), error) {
-	mfs, err := p.g.Gather()
 	if p.jc == nil {
+		mfs, err := p.ec.gatherWith(nil, p.g)
 		return mfs, func() {}, err
 	}
-	set := p.jc.served.Load()
-	if set == nil || len(set.jvms) == 0 {
+	set := p.jc.snapshot()
+	mfs, err := p.ec.gatherWith(set, p.g)
+	if len(set.jvms) == 0 {
 		return mfs, func() {}, err
 	}
 	reg := prometheus.NewRegistry()

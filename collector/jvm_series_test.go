@@ -1,14 +1,11 @@
 package collector
 
 import (
-	"bufio"
 	"bytes"
-	"compress/flate"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,14 +14,12 @@ import (
 	"time"
 
 	"github.com/go-kit/log"
-	kflate "github.com/klauspost/compress/flate"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/executor-exporter/executor_exporter/internal/gzipparts"
 	"github.com/executor-exporter/executor_exporter/internal/hsperf"
 	"github.com/executor-exporter/executor_exporter/internal/jvm"
 	"github.com/executor-exporter/executor_exporter/internal/procmem"
@@ -76,9 +71,7 @@ func TestGathererServesWhatRegistryServes(t *testing.T) {
 	// One exporter's collectors, served apart by the exporter's handler
 	// and, at the same time, registered whole in a registry of a user's.
 	ec := NewExecutorCollectorFrom(log.NewNopLogger(), map[string]Collector{"jvm": NewJVMCollector(tracker, log.NewNopLogger())})
-	apart := prometheus.NewRegistry()
-	apart.MustRegister(ec.ServedApart())
-	gatherer := ec.Gatherer(apart)
+	gatherer := ec.Gatherer(prometheus.NewRegistry())
 	plain := prometheus.NewRegistry()
 	plain.MustRegister(ec)
 	gather := func(direct bool) []string {
@@ -220,7 +213,6 @@ func BenchmarkSeries(b *testing.B) {
 	c := NewJVMCollector(nil, log.NewNopLogger()).(*jvmCollector)
 	view := syntheticView(b, 100, time.Now())
 	format := expfmt.NewFormat(expfmt.TypeOpenMetrics)
-	writers := newTextWriters()
 	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
 	req.Header.Set("Accept-Encoding", "gzip")
 	req.Header.Set("Accept", string(format))
@@ -231,7 +223,9 @@ func BenchmarkSeries(b *testing.B) {
 			texts[i] = c.text(e, true)
 		}
 		rec := httptest.NewRecorder()
-		writers.write(rec, req, format, nil, c.descs.families, texts, nil)
+		writeAnswer(rec, req, format, func(w io.Writer) error {
+			return writeFamilies(w, nil, c.descs.families, texts, format, nil)
+		})
 		size = rec.Body.Len()
 	}
 	for _, share := range []struct {
@@ -273,60 +267,6 @@ func BenchmarkSeries(b *testing.B) {
 	})
 }
 
-// BenchmarkDeflateView compresses 100 JVMs' series in OpenMetrics with
-// the compressor the exporter uses (klauspost/compress, BestSpeed) and,
-// beside it, with the standard library's at BestSpeed and at the default
-// level. "writer-bytes" is what one writer keeps on the heap.
-func BenchmarkDeflateView(b *testing.B) {
-	c := NewJVMCollector(nil, log.NewNopLogger()).(*jvmCollector)
-	text := []byte(renderSet(b, c, c.series(syntheticView(b, 100, time.Now())), true))
-	type writer interface {
-		io.Writer
-		Reset(io.Writer)
-		Flush() error
-	}
-	for _, bc := range []struct {
-		name string
-		make func() writer
-	}{
-		{"klauspost-1", func() writer { w, _ := kflate.NewWriter(nil, kflate.BestSpeed); return w }},
-		{"gzipparts-stateless", func() writer { return &partWriter{c: gzipparts.NewStatelessCompressor()} }},
-		{"stdlib-1", func() writer { w, _ := flate.NewWriter(nil, flate.BestSpeed); return w }},
-		{"stdlib-default", func() writer { w, _ := flate.NewWriter(nil, flate.DefaultCompression); return w }},
-	} {
-		b.Run(bc.name, func(b *testing.B) {
-			var z bytes.Buffer
-			var before, after runtime.MemStats
-			runtime.GC()
-			runtime.ReadMemStats(&before)
-			w := bc.make()
-			w.Reset(&z)
-			_, _ = w.Write(text)
-			_ = w.Flush()
-			// Twice: what klauspost's stateless deflate pools (sync.Pool)
-			// outlives one collection, not two.
-			runtime.GC()
-			runtime.GC()
-			runtime.ReadMemStats(&after)
-			writerBytes := float64(after.HeapAlloc) - float64(before.HeapAlloc) - float64(z.Cap())
-			if p, ok := w.(*partWriter); ok {
-				writerBytes -= float64(cap(p.pending)) // the handler's chunks, not the compressor's
-			}
-			reportCPU := testenv.CPUPerOp(b, syscall.RUSAGE_SELF)
-			for b.Loop() {
-				z.Reset()
-				w.Reset(&z)
-				_, _ = w.Write(text)
-				_ = w.Flush()
-			}
-			reportCPU()
-			b.ReportMetric(float64(len(text)), "bytes")
-			b.ReportMetric(float64(z.Len()), "deflated-bytes")
-			b.ReportMetric(writerBytes, "writer-bytes")
-		})
-	}
-}
-
 // setFamilies is a set's series as a registry gathers them.
 func setFamilies(t testing.TB, c *jvmCollector, set *jvmSet) []*dto.MetricFamily {
 	t.Helper()
@@ -348,30 +288,8 @@ func renderSet(t testing.TB, c *jvmCollector, set *jvmSet, openMetrics bool) str
 		format = expfmt.NewFormat(expfmt.TypeOpenMetrics)
 	}
 	var buf bytes.Buffer
-	bw := bufio.NewWriter(&buf)
-	if _, err := writeFamilies(&plainBody{w: bw, families: c.descs.families, openMetrics: openMetrics}, nil, nil, c.descs.families, texts, format, nil); err != nil {
+	if err := writeFamilies(&buf, nil, c.descs.families, texts, format, nil); err != nil {
 		t.Fatal(err)
 	}
-	_ = bw.Flush()
 	return buf.String()
-}
-
-// partWriter compresses what was written as one part, the handler's way
-// (gzipparts), as a writer for BenchmarkDeflateView: the part behind a
-// member's 10-byte header.
-type partWriter struct {
-	c       *gzipparts.Compressor
-	w       io.Writer
-	pending []byte
-}
-
-func (s *partWriter) Write(p []byte) (int, error) {
-	s.pending = append(s.pending, p...)
-	return len(p), nil
-}
-
-func (s *partWriter) Reset(w io.Writer) { s.w, s.pending = w, s.pending[:0] }
-
-func (s *partWriter) Flush() error {
-	return gzipparts.NewMember(s.w).WritePart(s.c.Compress(s.pending))
 }

@@ -22,7 +22,6 @@ import (
 	slgk "github.com/tjhop/slog-gokit"
 
 	"github.com/executor-exporter/executor_exporter/collector"
-	"github.com/executor-exporter/executor_exporter/internal/scrapewake"
 )
 
 const (
@@ -33,6 +32,7 @@ const (
 )
 
 func main() {
+	var wakeSet bool
 	var (
 		metricsPath = kingpin.Flag("web.telemetry-path", "Path under which to expose metrics.").
 				Default("/metrics").String()
@@ -46,13 +46,12 @@ func main() {
 		// (docs/performance.md#decisions).
 		maxProcs = kingpin.Flag("runtime.gomaxprocs", "The target number of CPUs Go will run on (GOMAXPROCS).").
 				Envar("GOMAXPROCS").Default("1").Int()
-		// A scrape that wakes the idle process with a system call sets the
-		// Go runtime's monitor thread polling every 20 µs through it; one
-		// woken by a timer keeps its 10 ms pace (internal/scrapewake).
-		wakeBeforeScrape = kingpin.Flag("runtime.wake-before-scrape", "Learn the interval of each scraper and wake the Go runtime 5 ms before its next scrape is due, which spares the scrape the runtime's fastest polling.").
-					Default("true").Bool()
-		toolkitFlags = kingpinflag.AddFlags(kingpin.CommandLine, defaultListenAddress)
-		logConfig    = addLogFlags(kingpin.CommandLine)
+		// Removed: the wake relied on undocumented timings of the Go
+		// runtime. Still accepted, so that a unit or manifest that sets it
+		// starts (docs/configuration.md#removed-flags).
+		wakeBeforeScrape = kingpin.Flag("runtime.wake-before-scrape", "Removed; has no effect.").Hidden().IsSetByUser(&wakeSet).Bool()
+		toolkitFlags     = kingpinflag.AddFlags(kingpin.CommandLine, defaultListenAddress)
+		logConfig        = addLogFlags(kingpin.CommandLine)
 	)
 	kingpin.Version(version.Print(exporterName))
 	kingpin.CommandLine.UsageWriter(os.Stdout)
@@ -65,6 +64,9 @@ func main() {
 		os.Exit(1)
 	}
 	level.Info(logger).Log("msg", "Starting "+exporterName, "version", version.Info())
+	if wakeSet {
+		level.Warn(logger).Log("msg", "--runtime.wake-before-scrape was removed and has no effect; drop it from the command line", "value", *wakeBeforeScrape)
+	}
 	runtime.GOMAXPROCS(*maxProcs)
 	level.Debug(logger).Log("msg", "Go MAXPROCS", "procs", runtime.GOMAXPROCS(0))
 	level.Info(logger).Log("msg", "Build context", "build_context", version.BuildContext())
@@ -81,9 +83,6 @@ func main() {
 	}
 
 	metrics := newHandler(ec, logger, *maxRequests, !*disableExporterMetrics)
-	if *wakeBeforeScrape {
-		metrics = scrapewake.New().Wrap(metrics)
-	}
 	http.Handle(*metricsPath, metrics)
 	handleStatusPage(http.DefaultServeMux, ec, *metricsPath)
 
@@ -94,27 +93,20 @@ func main() {
 	}
 }
 
-// newHandler serves the collectors' metrics from one registry and the
-// exporter's own Go / process / build metrics from another, so a failing
-// collector never hides the exporter's health and vice versa.
+// newHandler serves the collectors' metrics and the build info, with the
+// exporter's own Go and process metrics from a registry of their own, so
+// a failing collector never hides the exporter's health and vice versa.
 func newHandler(ec *collector.ExecutorCollector, logger log.Logger, maxRequests int, exporterMetrics bool) http.Handler {
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(versioncollector.NewCollector("executor_exporter"))
-	// The per-JVM series are not gathered through the registry: the
-	// handler adds them as the jvm collector built them (ServedApart).
-	registry.MustRegister(ec.ServedApart())
-
 	gatherers := prometheus.Gatherers{registry}
 	var instrumented prometheus.Registerer = prometheus.NewRegistry()
 	if exporterMetrics {
 		self := prometheus.NewRegistry()
-		self.MustRegister(processCollector(logger), collectors.NewGoCollector())
+		self.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
 		gatherers = append(gatherers, self)
 		instrumented = self
 	}
-
-	// The text formats are written by ExecutorCollector's TextHandler,
-	// protobuf by promhttp from ExecutorCollector.Gatherer.
 	opts := promhttp.HandlerOpts{
 		ErrorLog:            stdLogger{logger},
 		ErrorHandling:       promhttp.ContinueOnError,
@@ -124,24 +116,11 @@ func newHandler(ec *collector.ExecutorCollector, logger log.Logger, maxRequests 
 		// that wants it have it (text stays the answer to everyone else).
 		EnableOpenMetrics: true,
 	}
-	handler := ec.TextHandler(gatherers, promhttp.HandlerForTransactional(ec.Gatherer(gatherers), opts), opts)
+	handler := ec.Handler(gatherers, opts)
 	if exporterMetrics {
 		handler = promhttp.InstrumentMetricHandler(instrumented, handler)
 	}
 	return handler
-}
-
-// processCollector is the exporter's own process_* collector: the
-// collector package's, which gives client_golang's families for a tenth
-// of its cost per scrape (docs/performance.md), or client_golang's where
-// that one cannot read its process.
-func processCollector(logger log.Logger) prometheus.Collector {
-	pc, err := collector.NewProcessCollector(collector.FlagPaths(), collector.ProcessCollectorOpts{})
-	if err != nil {
-		level.Warn(logger).Log("msg", "Reading the exporter's own process as client_golang does", "err", err)
-		return collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})
-	}
-	return pc
 }
 
 // stdLogger adapts go-kit's logger to promhttp's Println-style ErrorLog.

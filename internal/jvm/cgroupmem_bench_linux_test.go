@@ -28,11 +28,22 @@ func readCgroupMemoryEachTime(t *Tracker, p procmem.Process, seen map[string]pro
 			return cg, nil
 		}
 	}
-	cg, err2 := procmem.ReadCgroupMemory(t.cfg.ProcFS, t.cfg.SysFS, p.PID)
+	cg, err2 := readCgroupOnce(t.cfg.ProcFS, t.cfg.SysFS, p.PID)
 	if err2 == nil && err == nil {
 		seen[key] = cg
 	}
 	return cg, err2
+}
+
+// readCgroupOnce reads pid's memory cgroup with nothing kept.
+func readCgroupOnce(procPath, sysfsPath string, pid int) (procmem.CgroupMemory, error) {
+	b, err := os.ReadFile(fmt.Sprintf("%s/%d/cgroup", procPath, pid))
+	if err != nil {
+		return procmem.CgroupMemory{}, err
+	}
+	r := procmem.NewCgroupReader(procPath, sysfsPath)
+	defer func() { _ = r.Close() }()
+	return r.Read(pid, string(b))
 }
 
 // BenchmarkCgroupMemory is the memory cgroup read of a scan for 20
@@ -41,8 +52,8 @@ func readCgroupMemoryEachTime(t *Tracker, p procmem.Process, seen map[string]pro
 // 20th also ends the scan (the reader closes what it no longer needs).
 // The scans run at a time past procmem.YoungFor after the processes
 // started, as settled scans do, so each process's /proc/<pid>/cgroup is
-// the one the tracker kept. read-cgroup-memory is the one-shot
-// ReadCgroupMemory; kept-dirs is the tracker's read.
+// the one the tracker kept. read-cgroup-memory is a one-shot read;
+// kept-dirs is the tracker's read.
 func BenchmarkCgroupMemory(b *testing.B) {
 	const n = 20
 	procs := startInOwnCgroups(b, n)

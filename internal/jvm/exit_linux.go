@@ -13,7 +13,6 @@ import (
 
 	"github.com/executor-exporter/executor_exporter/internal/exits"
 	"github.com/executor-exporter/executor_exporter/internal/procmem"
-	"github.com/executor-exporter/executor_exporter/internal/quicksys"
 )
 
 // Exit is a JVM the tracker saw alive and then found gone, with what could
@@ -111,7 +110,7 @@ func ended(lives map[int]*life) map[int]bool {
 		return out
 	}
 	for {
-		_, err := quicksys.PollNow(fds)
+		_, err := unix.Poll(fds, 0)
 		if err == unix.EINTR {
 			continue
 		}
@@ -217,9 +216,7 @@ func (l *life) checkUnlinked(now time.Time) {
 		return
 	}
 	var st unix.Stat_t
-	// Raw: the fstat of a held file never waits, and it is made at every
-	// reading of every JVM (quicksys).
-	if err := quicksys.Fstat(l.fd, &st); err != nil || st.Nlink > 0 {
+	if err := unix.Fstat(l.fd, &st); err != nil || st.Nlink > 0 {
 		return
 	}
 	if l.unlinkedSince.IsZero() {

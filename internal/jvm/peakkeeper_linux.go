@@ -39,7 +39,6 @@ func newPeakKeeper(procPath string) *peakKeeper {
 }
 
 // close closes what the status reads keep open.
-func (k *peakKeeper) close() { _ = k.status.Close() }
 
 // update sets j.Peaks to the peaks so far, this read's included.
 func (k *peakKeeper) update(j *JVM, start time.Time, now time.Time) {

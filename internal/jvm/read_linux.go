@@ -9,6 +9,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/executor-exporter/executor_exporter/internal/procmem"
 )
 
 // ErrUntrusted is returned for an hsperfdata path that is a symlink, not a
@@ -16,7 +18,7 @@ import (
 var ErrUntrusted = errors.New("untrusted hsperfdata file")
 
 // ErrTooLarge is returned for a file longer than the exporter reads.
-var ErrTooLarge = errors.New("file too large")
+var ErrTooLarge = procmem.ErrTooLarge
 
 // ReadHsperf reads the candidate's hsperfdata file beneath its root into
 // buf (reused when large enough; scans read many files one after the
@@ -59,28 +61,10 @@ func ReadHsperf(procPath string, c Candidate, uid uint32, buf []byte) ([]byte, e
 // fails once more than limit bytes came.
 func readFD(fd int, buf []byte, hint, limit int) ([]byte, error) {
 	if cap(buf) < hint {
-		buf = make([]byte, 0, hint)
+		buf = make([]byte, hint)
 	}
-	buf = buf[:0]
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if n == 0 {
-			return buf, nil
-		}
-		buf = buf[:len(buf)+n]
-		if len(buf) > limit {
-			return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, limit)
-		}
-	}
+	data, _, err := procmem.ReadFD(fd, buf[:cap(buf)], limit)
+	return data, err
 }
 
 // readCapped reads at most limit bytes of a file; a longer file is an error.

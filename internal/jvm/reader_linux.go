@@ -34,7 +34,7 @@ func newReader(procPath, sysfsPath string) *reader {
 // or is not a JVM we own. The cgroup is read apart (cgroup).
 func (r *reader) read(c Candidate, proc procmem.Process, id identityEntry, held int, table *procmem.ProcessTable, now time.Time) (JVM, gcMark, string, error) {
 	prev, had := r.ticks[c.PID]
-	data := readHeld(held, r.buf, prev.used)
+	data := readHeld(held, r.buf)
 	if data == nil {
 		var err error
 		if data, err = ReadHsperf(r.procPath, c, id.euid, r.buf); err != nil {
@@ -55,7 +55,7 @@ func (r *reader) read(c Candidate, proc procmem.Process, id identityEntry, held 
 	if err != nil {
 		return JVM{}, gcMark{}, parseFailure(err, proc.StartTime, now), err
 	}
-	mark := tickMark{start: proc.StartTime, ticks: ticks, at: now, stats: stats, plan: plan, used: hsperf.UsedBytes(data)}
+	mark := tickMark{start: proc.StartTime, ticks: ticks, at: now, stats: stats, plan: plan}
 	if had && ticks == prev.ticks {
 		mark.at = prev.at // since when it stands still
 	}
@@ -151,9 +151,8 @@ func (r *reader) forget(table *procmem.ProcessTable, kept map[int]*JVM) {
 	r.forgetCgroupFiles(table, kept)
 }
 
-// close closes the cgroup directories and the procfs directory kept open.
+// close closes the cgroup directories kept open.
 func (r *reader) close() {
-	r.peaks.close()
 	if r.cgroups != nil {
 		_ = r.cgroups.Close()
 		r.cgroups = nil
@@ -177,7 +176,6 @@ type tickMark struct {
 	at    time.Time    // when ticks took this value
 	stats hsperf.Stats // the last read's, whose strings the next read reuses
 	plan  *hsperf.Plan // where the last read found the counters, for the next
-	used  int          // how much of the file the last read found used (readHeld)
 }
 
 // frozenAfter is how long a timer may stand still before its file is taken

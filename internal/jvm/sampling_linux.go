@@ -1,9 +1,6 @@
 package jvm
 
 import (
-	"path/filepath"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/executor-exporter/executor_exporter/internal/procmem"
@@ -131,11 +128,7 @@ func (t *Tracker) planNext(view View, now time.Time) {
 		if p != nil && !p.ProcessStart.Equal(j.ProcessStart) {
 			p = nil
 		}
-		dir := j.Cgroup.Dir
-		if j.CgroupLimit == 0 {
-			dir = ""
-		}
-		d := t.cfg.Sampling.interval(p, j, t.usage.Load().notifies(dir))
+		d := t.cfg.Sampling.interval(p, j)
 		at := now.Add(d)
 		switch {
 		case d >= t.cfg.Sampling.Slowest:
@@ -143,192 +136,7 @@ func (t *Tracker) planNext(view View, now time.Time) {
 		case d >= t.cfg.Sampling.Discovery:
 			at = t.sched.aligned(at, t.cfg.Sampling.Discovery)
 		}
-		t.sched.plan(j.PID, j.ProcessStart, at, dir, d < t.cfg.Sampling.Discovery)
+		t.sched.plan(j.PID, j.ProcessStart, at, d < t.cfg.Sampling.Discovery)
 	}
 	t.sched.keep(func(pid int) bool { return in[pid] })
-}
-
-// Notification mechanisms, for executor_jvm_sampling_containers.
-const (
-	NotifyThreshold = procmem.NotifyThreshold // the kernel says when 75 % and 90 % are crossed
-	NotifyEvents    = procmem.NotifyEvents    // it says when the cgroup is short of memory; the headroom sets the interval
-	NotifyNone      = "none"                  // nothing: the headroom alone sets the interval
-)
-
-// usageWatch asks the kernel to report when a JVM's container crosses
-// RiskThresholds of its limit, and wakes the tracker when it does. Where
-// it cannot (permissions, cgroup v2, a kernel without the files), the
-// container is sampled by its headroom alone. A nil usageWatch watches
-// nothing.
-type usageWatch struct {
-	sysfs    string
-	notifier usageNotifier // nil when none could be made
-
-	mu      sync.Mutex
-	watched map[string]watchedCgroup // by directory, relative to sysfs
-	done    chan struct{}
-}
-
-type watchedCgroup struct {
-	limit, cell uint64 // what the thresholds were made from (usageThresholds)
-	mechanism   string
-}
-
-// usageNotifier is procmem.UsageNotifier, or a stand-in in tests.
-type usageNotifier interface {
-	Watch(key, dir string, thresholds []uint64) (mechanism string, err error)
-	Unwatch(key string)
-	Events() <-chan string
-	Close() error
-}
-
-// newUsageNotifier makes the kernel's notifier; tests replace it.
-var newUsageNotifier = func() (usageNotifier, error) {
-	n, err := procmem.NewUsageNotifier()
-	if err != nil {
-		return nil, err
-	}
-	return n, nil
-}
-
-func newUsageWatch(sysfs string, wake func(dir string)) *usageWatch {
-	w := &usageWatch{sysfs: sysfs, watched: map[string]watchedCgroup{}, done: make(chan struct{})}
-	n, err := newUsageNotifier()
-	if err != nil {
-		close(w.done)
-		return w
-	}
-	w.notifier = n
-	go func() {
-		defer close(w.done)
-		for dir := range n.Events() {
-			wake(dir)
-		}
-	}()
-	return w
-}
-
-// sync watches the containers with a limit of view's JVMs, again when a
-// limit changed or a container's usage left the step it was in, and stops
-// watching those no JVM is in.
-func (w *usageWatch) sync(view View) {
-	if w == nil {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	type reading struct{ limit, usage uint64 }
-	containers := map[string]reading{}
-	for i := range view.JVMs {
-		j := &view.JVMs[i]
-		if j.HasCgroup && j.CgroupLimit > 0 && j.Cgroup.Dir != "" {
-			containers[j.Cgroup.Dir] = reading{j.CgroupLimit, j.CgroupUsage}
-		}
-	}
-	for dir := range w.watched {
-		if _, ok := containers[dir]; !ok {
-			if w.notifier != nil {
-				w.notifier.Unwatch(dir)
-			}
-			delete(w.watched, dir)
-		}
-	}
-	for dir, r := range containers {
-		thresholds, cell := usageThresholds(r.limit, r.usage)
-		c, ok := w.watched[dir]
-		if ok && c.limit == r.limit && (c.cell == cell || c.mechanism != NotifyThreshold) {
-			continue
-		}
-		c = watchedCgroup{limit: r.limit, cell: cell, mechanism: NotifyNone}
-		if w.notifier != nil {
-			if m, err := w.notifier.Watch(dir, filepath.Join(w.sysfs, dir), thresholds); err == nil {
-				c.mechanism = m
-			}
-		}
-		w.watched[dir] = c
-	}
-}
-
-// usageThresholds are what the kernel is asked to report of a container
-// with this limit, last read at this usage: crossings of RiskThresholds,
-// and a move out of the step of usage it is in (a step is 5 % of the
-// limit, at least 32 MiB), so that a JVM read every 30 s while nothing
-// moves is read at once when its container grows. cell is the step's
-// lower bound: the thresholds change when it does.
-func usageThresholds(limit, usage uint64) (thresholds []uint64, cell uint64) {
-	step := max(limit/20, moveStep)
-	cell = min(usage, limit) / step * step
-	for _, share := range RiskThresholds {
-		thresholds = append(thresholds, uint64(share*float64(limit)))
-	}
-	if cell > 0 {
-		thresholds = append(thresholds, cell)
-	}
-	if cell+step < limit {
-		thresholds = append(thresholds, cell+step)
-	}
-	slices.Sort(thresholds)
-	return slices.Compact(thresholds), cell
-}
-
-// moveStep is the least move of a container's usage the kernel is asked
-// to report.
-const moveStep = 32 << 20
-
-// notifies: the kernel reports when the cgroup at dir crosses
-// RiskThresholds.
-func (w *usageWatch) notifies(dir string) bool {
-	if w == nil || dir == "" {
-		return false
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.watched[dir].mechanism == NotifyThreshold
-}
-
-// Mechanisms counts the containers watched, by how the kernel reports on
-// them.
-func (w *usageWatch) mechanisms() map[string]int {
-	out := map[string]int{NotifyThreshold: 0, NotifyEvents: 0, NotifyNone: 0}
-	if w == nil {
-		return out
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, c := range w.watched {
-		out[c.mechanism]++
-	}
-	return out
-}
-
-// mechanismOf says how the kernel reports on the container at dir, if it
-// is watched.
-func (w *usageWatch) mechanismOf(dir string) (string, bool) {
-	if w == nil || dir == "" {
-		return "", false
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	c, ok := w.watched[dir]
-	return c.mechanism, ok
-}
-
-func (w *usageWatch) close() {
-	if w == nil {
-		return
-	}
-	if w.notifier != nil {
-		_ = w.notifier.Close()
-	}
-	<-w.done
-}
-
-// Notifications counts the containers with a limit of their own that the
-// JVMs are in, by how the sampler hears that one nears its limit:
-// NotifyThreshold, NotifyEvents or NotifyNone.
-func (t *Tracker) Notifications() map[string]int {
-	if t == nil {
-		return (*usageWatch)(nil).mechanisms()
-	}
-	return t.usage.Load().mechanisms()
 }

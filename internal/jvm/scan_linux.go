@@ -22,11 +22,6 @@ func (t *Tracker) scan(all bool) (view View, made bool, err error) {
 		if err != nil {
 			return View{}, false, err
 		}
-		// A JVM is asked about at each of its readings, Slowest apart at
-		// most, give or take a scan.
-		if t.cfg.Sampling.Slowest > 0 {
-			w.KeepAskedFor = t.cfg.Sampling.Slowest + t.cfg.Sampling.Discovery
-		}
 		t.procs = w
 	}
 	table, err := t.procs.Scan(now)
@@ -137,7 +132,7 @@ func withoutEnded(jvms []JVM, gone []Exit, now time.Time) []JVM {
 // reason to count, or an empty reason when the process simply exited or
 // is not a JVM we own.
 func (t *Tracker) readJVM(c Candidate, table *procmem.ProcessTable, cgroups map[string]procmem.CgroupMemory, now time.Time) (JVM, string, error) {
-	proc, ok := table.Resident(c.PID)
+	proc, ok := table.Process(c.PID)
 	if !ok {
 		return JVM{}, "", errors.New("gone")
 	}

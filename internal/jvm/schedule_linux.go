@@ -10,7 +10,7 @@ import (
 // often as its risk of an OOM kill says, between Fastest and Slowest. The
 // background sample exists so that the last sample before a kill is
 // recent; an idle executor far from its limit needs no such sample, and
-// the kernel says when a container nears its limit (UsageNotifier).
+// a container's headroom says how soon a fast leak could fill it.
 type SamplingConfig struct {
 	// Slowest is the interval of a JVM far from its limit and not
 	// growing; 0 turns background sampling off (scrapes read).
@@ -35,19 +35,14 @@ var DefaultSampling = SamplingConfig{
 }
 
 // designLeakRate is the fastest growth (bytes per second) the sampler is
-// sized to catch in a container whose crossings of 75 % and 90 % of its
-// limit the kernel does not report: such a container is sampled at least
-// twice in the time a leak this fast needs to fill its headroom.
+// sized to catch: a container is sampled at least twice in the time a
+// leak this fast needs to fill its headroom.
 const designLeakRate = 64 << 20
 
 const (
 	riskShare = 0.75 // above it a JVM is at risk: AtRisk at most
 	nearShare = 0.90 // above it: Fastest
 )
-
-// RiskThresholds are the usage shares of a container's limit the kernel is
-// asked to report crossings of.
-var RiskThresholds = []float64{riskShare, nearShare}
 
 // normalized orders the intervals: Fastest ≤ AtRisk ≤ Slowest, and
 // Discovery ≤ Slowest, so a small Slowest (tests, users who want every
@@ -69,9 +64,8 @@ func (c SamplingConfig) normalized() SamplingConfig {
 }
 
 // interval is how long after cur was read it is read again. prev is the
-// last reading of the same process (nil for a first one); notified says
-// the kernel reports when cur's container crosses RiskThresholds.
-func (c SamplingConfig) interval(prev, cur *JVM, notified bool) time.Duration {
+// last reading of the same process (nil for a first one).
+func (c SamplingConfig) interval(prev, cur *JVM) time.Duration {
 	d := c.Slowest
 	if limit := cur.CgroupLimit; limit > 0 {
 		usage := min(cur.CgroupUsage, limit)
@@ -83,9 +77,7 @@ func (c SamplingConfig) interval(prev, cur *JVM, notified bool) time.Duration {
 			d = min(d, c.AtRisk)
 		}
 		headroom := limit - usage
-		if !notified {
-			d = min(d, c.atLeastFastest(seconds(float64(headroom)/designLeakRate/2)))
-		}
+		d = min(d, c.atLeastFastest(seconds(float64(headroom)/designLeakRate/2)))
 		if prev != nil && usage > prev.CgroupUsage {
 			if dt := cur.Time.Sub(prev.Time).Seconds(); dt > 0 {
 				rate := float64(usage-prev.CgroupUsage) / dt
@@ -165,7 +157,6 @@ type schedule struct {
 type plannedRead struct {
 	start time.Time // the process's start: a reused pid is due at once
 	at    time.Time
-	dir   string // its memory cgroup's directory, for wake
 	// soon: due sooner than the next discovery scan would come. The
 	// others wait for that scan, so that one scan reads many JVMs: a
 	// scan's listing and discovery cost more than one JVM's read.
@@ -201,22 +192,8 @@ func (s *schedule) due(pid int, start, now time.Time) bool {
 	return !ok || !p.start.Equal(start) || !now.Before(p.at)
 }
 
-func (s *schedule) plan(pid int, start, at time.Time, dir string, soon bool) {
-	s.next[pid] = plannedRead{start: start, at: at, dir: dir, soon: soon}
-}
-
-// wake makes every JVM in the cgroup at dir due now, and reports whether
-// there was one.
-func (s *schedule) wake(dir string) bool {
-	woke := false
-	for pid, p := range s.next {
-		if p.dir == dir {
-			p.at, p.soon = time.Time{}, true
-			s.next[pid] = p
-			woke = true
-		}
-	}
-	return woke
+func (s *schedule) plan(pid int, start, at time.Time, soon bool) {
+	s.next[pid] = plannedRead{start: start, at: at, soon: soon}
 }
 
 // earliest is when the first JVM due sooner than the next discovery scan

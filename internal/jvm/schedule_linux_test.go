@@ -1,7 +1,6 @@
 package jvm
 
 import (
-	"slices"
 	"testing"
 	"time"
 
@@ -26,25 +25,25 @@ func TestIntervalFollowsRisk(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		prev, cur *JVM
-		notified  bool
 		want      time.Duration
 	}{
-		{"idle far from its limit, kernel notifies", reading(t0, 1600*mib, limit), reading(t0.Add(30*time.Second), 1600*mib, limit), true, 30 * time.Second},
-		{"first reading far from its limit", nil, reading(t0, 1600*mib, limit), true, 30 * time.Second},
-		{"above 75 %", nil, reading(t0, 3200*mib, limit), true, 5 * time.Second},
-		{"above 90 %", nil, reading(t0, 3800*mib, limit), true, time.Second},
-		{"usage above the limit (v1 counts a little over)", nil, reading(t0, limit+mib, limit), true, time.Second},
 		// 2496 MiB of headroom at 64 MiB/s: 39 s, sampled twice in it.
-		{"no notification: sized by the headroom", nil, reading(t0, 1600*mib, limit), false, 19500 * time.Millisecond},
-		{"no notification, near", nil, reading(t0, 3600*mib, limit), false, 3875 * time.Millisecond},
-		{"no notification, small: not below Fastest", nil, reading(t0, 400*mib, 512*mib), false, time.Second},
+		{"idle far from its limit: sized by the headroom", reading(t0, 1600*mib, limit), reading(t0.Add(30*time.Second), 1600*mib, limit), 19500 * time.Millisecond},
+		{"first reading far from its limit", nil, reading(t0, 1600*mib, limit), 19500 * time.Millisecond},
+		{"a large limit, far from it", nil, reading(t0, 1600*mib, 16*limit), 30 * time.Second},
+		{"above 75 %", nil, reading(t0, 3200*mib, limit), 5 * time.Second},
+		{"above 90 %", nil, reading(t0, 3800*mib, limit), time.Second},
+		{"usage above the limit (v1 counts a little over)", nil, reading(t0, limit+mib, limit), time.Second},
+		{"near", nil, reading(t0, 3600*mib, limit), 3875 * time.Millisecond},
+		{"small: not below Fastest", nil, reading(t0, 400*mib, 512*mib), time.Second},
 		// 64 MiB/s for 10 s, 1536 MiB left: 24 s to the limit.
-		{"growing", reading(t0, 1920*mib, limit), reading(t0.Add(10*time.Second), 2560*mib, limit), true, 12 * time.Second},
-		{"growing fast", reading(t0, 1000*mib, limit), reading(t0.Add(time.Second), 2560*mib, limit), true, time.Second},
-		{"shrinking", reading(t0, 2560*mib, limit), reading(t0.Add(10*time.Second), 1920*mib, limit), true, 30 * time.Second},
+		{"growing", reading(t0, 1920*mib, limit), reading(t0.Add(10*time.Second), 2560*mib, limit), 12 * time.Second},
+		{"growing fast", reading(t0, 1000*mib, limit), reading(t0.Add(time.Second), 2560*mib, limit), time.Second},
+		// 2176 MiB of headroom: 17 s.
+		{"shrinking", reading(t0, 2560*mib, limit), reading(t0.Add(10*time.Second), 1920*mib, limit), 17 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := cfg.interval(tc.prev, tc.cur, tc.notified); got != tc.want {
+			if got := cfg.interval(tc.prev, tc.cur); got != tc.want {
 				t.Errorf("interval = %v, want %v", got, tc.want)
 			}
 		})
@@ -56,11 +55,11 @@ func TestIntervalWithoutALimit(t *testing.T) {
 	t0 := time.Unix(1_800_000_000, 0)
 	prev, cur := reading(t0, 0, 0), reading(t0.Add(30*time.Second), 0, 0)
 	prev.RSSJVM, cur.RSSJVM = 1000*mib, 1010*mib
-	if got := cfg.interval(prev, cur, false); got != 30*time.Second {
+	if got := cfg.interval(prev, cur); got != 30*time.Second {
 		t.Errorf("steady, no limit: %v, want 30s", got)
 	}
 	cur.RSSPython = 64 * mib // a PySpark worker grew
-	if got := cfg.interval(prev, cur, false); got != 5*time.Second {
+	if got := cfg.interval(prev, cur); got != 5*time.Second {
 		t.Errorf("tree grew by 74 MiB, no limit: %v, want 5s", got)
 	}
 }
@@ -70,30 +69,30 @@ func TestIntervalHeapAndCollections(t *testing.T) {
 	t0 := time.Unix(1_800_000_000, 0)
 	prev, cur := reading(t0, 0, 0), reading(t0.Add(30*time.Second), 0, 0)
 	cur.HeapUsed = 950 * mib
-	if got := cfg.interval(prev, cur, false); got != 5*time.Second {
+	if got := cfg.interval(prev, cur); got != 5*time.Second {
 		t.Errorf("heap 95 %% full: %v, want 5s", got)
 	}
 	cur.HeapUsed = 100 * mib
 	cur.Stats.Pools = []hsperf.Pool{{Name: "G1 Eden Space", Used: 50 * mib, Max: 1 << 30}, {Name: "G1 Old Gen", Used: 800 * mib, Max: 1 << 30}}
-	if got := cfg.interval(prev, cur, false); got != 5*time.Second {
+	if got := cfg.interval(prev, cur); got != 5*time.Second {
 		t.Errorf("old generation 78 %% full: %v, want 5s", got)
 	}
 	cur.Stats.Pools[1].Used = 400 * mib
-	if got := cfg.interval(prev, cur, false); got != 30*time.Second {
+	if got := cfg.interval(prev, cur); got != 30*time.Second {
 		t.Errorf("old generation 39 %% full: %v, want 30s", got)
 	}
 	prev.Stats.GCs = []hsperf.GC{{Name: "G1 young collections", Collections: 10}, {Name: "G1 stop-the-world full collections", Collections: 1}}
 	cur.Stats.GCs = []hsperf.GC{{Name: "G1 young collections", Collections: 20}, {Name: "G1 stop-the-world full collections", Collections: 1}}
-	if got := cfg.interval(prev, cur, false); got != 30*time.Second {
+	if got := cfg.interval(prev, cur); got != 30*time.Second {
 		t.Errorf("young collections only: %v, want 30s", got)
 	}
 	cur.Stats.GCs[1].Collections = 2
-	if got := cfg.interval(prev, cur, false); got != 5*time.Second {
+	if got := cfg.interval(prev, cur); got != 5*time.Second {
 		t.Errorf("after a full collection: %v, want 5s", got)
 	}
 	young := reading(t0, 0, 0)
 	young.ProcessStart = t0.Add(-10 * time.Second)
-	if got := cfg.interval(nil, young, false); got != 5*time.Second {
+	if got := cfg.interval(nil, young); got != 5*time.Second {
 		t.Errorf("starting: %v, want 5s", got)
 	}
 }
@@ -108,21 +107,21 @@ func TestSamplingNormalized(t *testing.T) {
 	if c := (SamplingConfig{}).normalized(); c != (SamplingConfig{}) {
 		t.Errorf("off: %+v", c)
 	}
-	if got := c.interval(nil, reading(time.Now(), 0, 0), false); got != 500*time.Millisecond {
+	if got := c.interval(nil, reading(time.Now(), 0, 0)); got != 500*time.Millisecond {
 		t.Errorf("interval = %v, want 500ms", got)
 	}
 }
 
-func TestScheduleDueAndWake(t *testing.T) {
+func TestScheduleDue(t *testing.T) {
 	s := newSchedule()
 	t0 := time.Unix(1_800_000_000, 0)
 	start := t0.Add(-time.Hour)
 	if !s.due(1, start, t0) {
 		t.Error("a JVM never read is not due")
 	}
-	s.plan(1, start, t0.Add(30*time.Second), "fs/cgroup/memory/pod-a", false)
-	s.plan(2, start, t0.Add(10*time.Second), "fs/cgroup/memory/pod-b", true)
-	s.plan(3, start, t0.Add(5*time.Second), "fs/cgroup/memory/pod-c", false)
+	s.plan(1, start, t0.Add(30*time.Second), false)
+	s.plan(2, start, t0.Add(10*time.Second), true)
+	s.plan(3, start, t0.Add(5*time.Second), false)
 	if s.due(1, start, t0.Add(29*time.Second)) || !s.due(1, start, t0.Add(30*time.Second)) {
 		t.Error("due before or not at its time")
 	}
@@ -132,95 +131,9 @@ func TestScheduleDueAndWake(t *testing.T) {
 	if got, ok := s.earliest(); !ok || !got.Equal(t0.Add(10*time.Second)) {
 		t.Errorf("earliest = %v, want the JVM due sooner than discovery", got)
 	}
-	if !s.wake("fs/cgroup/memory/pod-a") || !s.due(1, start, t0) || s.due(2, start, t0) {
-		t.Error("wake did not make exactly the JVM in that cgroup due")
-	}
-	if got, ok := s.earliest(); !ok || !got.IsZero() {
-		t.Errorf("earliest after wake = %v, want at once", got)
-	}
-	if s.wake("fs/cgroup/memory/other") {
-		t.Error("woke a cgroup no JVM is in")
-	}
 	s.keep(func(pid int) bool { return pid == 2 })
 	if _, ok := s.next[1]; ok || len(s.next) != 1 {
 		t.Errorf("keep: %v", s.next)
-	}
-}
-
-func TestUsageThresholds(t *testing.T) {
-	const gibStep = (1 << 30) / 20
-	for _, tc := range []struct {
-		limit, usage uint64
-		want         []uint64
-		cell         uint64
-	}{
-		// 1 GiB: steps of a twentieth, 51.2 MiB; at 300 MiB, the sixth.
-		{1 << 30, 300 * mib, []uint64{5 * gibStep, 6 * gibStep, 3 << 28, 966367641}, 5 * gibStep},
-		// 256 MiB: steps of 32 MiB, the least; 90 % is 230.4 MiB.
-		{256 * mib, 170 * mib, []uint64{160 * mib, 192 * mib, 241591910}, 160 * mib},
-		// Above the limit (v1 counts a little over): the last step, no top.
-		{256 * mib, 300 * mib, []uint64{192 * mib, 241591910, 256 * mib}, 256 * mib},
-		// Empty: no bottom.
-		{1 << 30, 0, []uint64{gibStep, 3 << 28, 966367641}, 0},
-	} {
-		got, cell := usageThresholds(tc.limit, tc.usage)
-		if !slices.Equal(got, tc.want) || cell != tc.cell {
-			t.Errorf("usageThresholds(%d, %d) = %v, %d; want %v, %d", tc.limit, tc.usage, got, cell, tc.want, tc.cell)
-		}
-	}
-}
-
-// fakeNotifier records what the usage watch asks of the kernel.
-type fakeNotifier struct {
-	watches map[string][]uint64
-	events  chan string
-}
-
-func (f *fakeNotifier) Watch(key, dir string, thresholds []uint64) (string, error) {
-	f.watches[key] = thresholds
-	return NotifyThreshold, nil
-}
-func (f *fakeNotifier) Unwatch(key string)    { delete(f.watches, key) }
-func (f *fakeNotifier) Events() <-chan string { return f.events }
-func (f *fakeNotifier) Close() error          { close(f.events); return nil }
-
-// The usage watch asks again when a container's usage left its step or its
-// limit changed, not on every reading, and stops with the last JVM in it.
-func TestUsageWatchFollowsTheContainers(t *testing.T) {
-	fake := &fakeNotifier{watches: map[string][]uint64{}, events: make(chan string)}
-	was := newUsageNotifier
-	newUsageNotifier = func() (usageNotifier, error) { return fake, nil }
-	t.Cleanup(func() { newUsageNotifier = was })
-	woke := make(chan string, 1)
-	w := newUsageWatch("/sys", func(dir string) { woke <- dir })
-	t.Cleanup(w.close)
-
-	in := func(usage, limit uint64) View {
-		j := reading(time.Now(), usage, limit)
-		j.HasCgroup, j.Cgroup.Dir = true, "fs/cgroup/memory/pod-a"
-		return View{JVMs: []JVM{*j}}
-	}
-	w.sync(in(300*mib, 1<<30))
-	first := fake.watches["fs/cgroup/memory/pod-a"]
-	if len(first) == 0 || !w.notifies("fs/cgroup/memory/pod-a") {
-		t.Fatalf("not watched: %v", fake.watches)
-	}
-	fake.watches = map[string][]uint64{}
-	w.sync(in(305*mib, 1<<30)) // the same step
-	if len(fake.watches) != 0 {
-		t.Errorf("asked again within the same step: %v", fake.watches)
-	}
-	w.sync(in(330*mib, 1<<30)) // the next step
-	if got := fake.watches["fs/cgroup/memory/pod-a"]; slices.Equal(got, first) || len(got) == 0 {
-		t.Errorf("after a move out of the step: %v, first %v", got, first)
-	}
-	fake.events <- "fs/cgroup/memory/pod-a"
-	if got := <-woke; got != "fs/cgroup/memory/pod-a" {
-		t.Errorf("woke %q", got)
-	}
-	w.sync(View{})
-	if len(fake.watches) != 0 || w.notifies("fs/cgroup/memory/pod-a") {
-		t.Errorf("still watched without a JVM in it: %v", fake.watches)
 	}
 }
 

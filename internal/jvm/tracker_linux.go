@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-kit/log"
@@ -114,10 +113,6 @@ type Tracker struct {
 	ends  *ends
 	ended map[int]endedJVM // JVMs that ended within EndedRetention
 	sched *schedule
-	// usage tells the kernel's word that a container crossed
-	// RiskThresholds (sampling_linux.go), and wakes the loop through wake.
-	usage atomic.Pointer[usageWatch]
-	wake  chan struct{}
 	// native breaks JVMs' memory down by region in a loop of its own,
 	// woken by viewMade after each background scan; nil when turned off.
 	native     *nativeReader
@@ -153,7 +148,6 @@ func NewTracker(cfg Config, logger log.Logger) (*Tracker, error) {
 		ends:       newEnds(cfg.ProcFS),
 		ended:      map[int]endedJVM{},
 		sched:      newSchedule(),
-		wake:       make(chan struct{}, 1),
 		loggedAt:   map[string]time.Time{},
 		samples:    map[int]Sample{},
 		errors:     map[string]uint64{},
@@ -178,7 +172,6 @@ func (t *Tracker) Start() {
 			close(t.nativeDone)
 			return
 		}
-		t.usage.Store(newUsageWatch(t.cfg.SysFS, t.wakeCgroup))
 		go t.loop()
 		if t.native == nil {
 			close(t.nativeDone)
@@ -194,7 +187,6 @@ func (t *Tracker) Stop() {
 	t.Start() // a never-started tracker has nothing to wait for
 	<-t.done
 	<-t.nativeDone
-	t.usage.Load().close()
 	t.close()
 }
 
@@ -202,8 +194,7 @@ func (t *Tracker) Stop() {
 // once when it never samples in the background).
 func (t *Tracker) Done() <-chan struct{} { return t.done }
 
-// loop scans when a JVM is due, when discovery is, or when the kernel says
-// a container crossed a threshold; between, it sleeps.
+// loop scans when a JVM is due or when discovery is; between, it sleeps.
 func (t *Tracker) loop() {
 	defer close(t.done)
 	timer := time.NewTimer(0)
@@ -213,25 +204,10 @@ func (t *Tracker) loop() {
 		case <-t.stop:
 			return
 		case <-timer.C:
-		case <-t.wake:
 		}
 		next := t.sampleInBackground()
 		timer.Stop()
 		timer.Reset(time.Until(next))
-	}
-}
-
-// wakeCgroup makes the JVMs in the cgroup at dir due now and wakes the
-// loop; the usage watch calls it when the kernel reports a crossing.
-func (t *Tracker) wakeCgroup(dir string) {
-	t.refreshMu.Lock()
-	woke := t.sched.wake(dir)
-	t.refreshMu.Unlock()
-	if woke {
-		select {
-		case t.wake <- struct{}{}:
-		default:
-		}
 	}
 }
 
@@ -253,7 +229,6 @@ func (t *Tracker) sampleInBackground() time.Time {
 	}
 	t.view, t.lastDone = view, time.Now()
 	t.remember(view)
-	t.usage.Load().sync(view)
 	select {
 	case t.viewMade <- struct{}{}:
 	default: // the native loop has one to look at already

@@ -307,7 +307,7 @@ func TestIdleScanKeepsTheView(t *testing.T) {
 			v.Time, first.Time, tr.Reads()-reads, beats-before)
 	}
 	for _, jv := range first.JVMs {
-		tr.sched.plan(jv.PID, jv.ProcessStart, time.Time{}, "", true)
+		tr.sched.plan(jv.PID, jv.ProcessStart, time.Time{}, true)
 	}
 	if tr.idle(false, time.Now()) {
 		t.Error("idle though every JVM is due")

@@ -126,7 +126,7 @@ func BenchmarkParseStat(b *testing.B) {
 		b.ReportAllocs()
 		reportCPU := testenv.CPUPerOp(b, syscall.RUSAGE_SELF)
 		for b.Loop() {
-			if _, ok := w.read(p.PID, false, false); !ok {
+			if _, ok := w.read(p.PID); !ok {
 				b.Fatal("no stat")
 			}
 		}

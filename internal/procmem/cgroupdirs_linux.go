@@ -51,17 +51,12 @@ type cgroupDirKey struct {
 }
 
 type cgroupDir struct {
-	f     *os.File
-	dir   string // relative to sysfs
-	used  uint64 // the scan that last read it
-	files keptFiles
+	f    *os.File
+	dir  string // relative to sysfs
+	used uint64 // the scan that last read it
 }
 
-// close closes the directory and the files kept beneath it.
-func (d *cgroupDir) close() {
-	d.files.closeAll()
-	_ = d.f.Close()
-}
+func (d *cgroupDir) close() { _ = d.f.Close() }
 
 // NewCgroupReader returns a reader of the memory cgroups of the processes
 // under procPath, in the cgroup hierarchies under sysfsPath/fs/cgroup.
@@ -190,29 +185,21 @@ func (r *CgroupReader) readFiles(d *cgroupDir, files cgroupFiles, m *CgroupMemor
 }
 
 // readFile reads a file of the directory into the reader's buffer, valid
-// until the next read. The file is opened once and kept with the
-// directory: a pread from offset 0 makes cgroupfs produce it afresh, and
-// an open and a close cost more than the read of any file but memory.stat
-// (BenchmarkCgroupFile), six times per reading of a JVM with a cgroup of
-// its own. A file of a removed cgroup reads ENODEV, which the caller
-// takes as the directory gone, as it does an open that finds no file.
+// until the next read. A file of a removed cgroup reads ENODEV, which the
+// caller takes as the directory gone, as it does an open that finds no
+// file.
 func (r *CgroupReader) readFile(d *cgroupDir, name string) ([]byte, error) {
-	fd, kept := d.files.fd(name)
-	if !kept {
-		var err error
-		fd, err = unix.Openat(int(d.f.Fd()), name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
-		if err == unix.ELOOP {
-			return r.readFileFollowing(d, name)
-		}
-		if err != nil {
-			return nil, &fs.PathError{Op: "openat", Path: name, Err: err}
-		}
-		d.files.keep(name, fd)
+	fd, err := unix.Openat(int(d.f.Fd()), name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err == unix.ELOOP {
+		return r.readFileFollowing(d, name)
 	}
-	data, buf, err := preadCgroup(fd, r.buf, maxCgroupFileSize)
+	if err != nil {
+		return nil, &fs.PathError{Op: "openat", Path: name, Err: err}
+	}
+	defer func() { _ = unix.Close(fd) }()
+	data, buf, err := ReadFD(fd, r.buf, maxCgroupFileSize)
 	r.buf = buf
 	if err != nil {
-		d.files.drop(name)
 		return nil, &fs.PathError{Op: "read", Path: name, Err: err}
 	}
 	return data, nil

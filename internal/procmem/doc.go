@@ -2,16 +2,12 @@
 // of a process tree split by kind (JVM, Python, other), as Spark's
 // ProcfsMetricsGetter does for PySpark, and the memory cgroup that holds a
 // process (cgroup v1 and v2). It reads files under the procfs and sysfs
-// roots it is given and never runs anything; the one write is
-// UsageNotifier's, to a cgroup file through which the kernel's API
-// registers a notification (cgroup.event_control, memory.pressure).
+// roots it is given, never writes to them and never runs anything.
 //
 //	w, err := procmem.NewProcessWatch(procPath) // once, kept from scan to scan
 //	table, err := w.Scan(time.Now())             // what changed in /proc since the last scan
 //	p, ok := table.Process(pid)                  // PID, PPID, Comm, RSS (bytes), StartTime
-//	p, ok = table.Resident(pid)                  // the same, only RSS read now (statm) once pid is known
 //	rss := table.TreeRSS(pid)                    // {JVM, Python, Other} bytes over pid + descendants
-//	cg, err := procmem.ReadCgroupMemory(procPath, sysfsPath, pid)
 //
 //	r := procmem.NewCgroupReader(procPath, sysfsPath) // once, kept from scan to scan
 //	cg, err := r.Read(pid, cgroupFile)                // cgroupFile: /proc/<pid>/cgroup as the caller holds it
@@ -38,10 +34,7 @@
 //     after fork), and of every process every 5 minutes;
 //   - the stat of whatever the caller asks for: Process(pid) and
 //     TreeRSS(pid), which walks the tree from the parents the watch knows
-//     and reads each member now, dropping those re-parented out of it;
-//     Resident(pid) (the JVMs) reads only the statm of a process asked
-//     about before and past its first 30 s: the kernel makes stat by
-//     visiting every thread, statm from the memory counters alone.
+//     and reads each member now, dropping those re-parented out of it.
 //
 // Seen(pid) is the last read of a process without reading it (for filters
 // over every process: kernel threads, command names), Recheck(pid) says
@@ -118,11 +111,8 @@
 // systemd's memory -> cpu,memory, is fine). A bad value in a cgroup file is an
 // error naming the file.
 //
-// ReadCgroupMemory finds the cgroup from scratch on every call: it reads
-// /proc/<pid>/cgroup, opens sysfs and walks to the directory. A scanner
-// that reads the same cgroups again and again (on Kubernetes each executor
-// has its own) keeps a CgroupReader, which ReadCgroupMemory is one read of:
-// it parses the /proc/<pid>/cgroup contents the caller already holds
+// A scanner that reads the same cgroups again and again (on Kubernetes
+// each executor has its own) keeps a CgroupReader: it parses the /proc/<pid>/cgroup contents the caller already holds
 // (parseMemoryLine, held to procfs's parser by a differential test and a
 // fuzz target), keeps each cgroup's directory open between scans (at most
 // 1024; opened through the os.Root, so the same symlink rule holds) and

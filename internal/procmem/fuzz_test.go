@@ -79,51 +79,6 @@ func FuzzParseKeyedUint(f *testing.F) {
 	})
 }
 
-// Whatever the exporter's own stat holds: a result or an error, never a
-// panic, and the plain reading's answer (refSelfStat).
-func FuzzParseSelfStat(f *testing.F) {
-	f.Add([]byte(statLine(42, "executor_export", map[int]string{14: "250", 15: "75", 24: "7001"})))
-	f.Add([]byte(statLine(43, "a) (b\nc", nil)))
-	f.Add([]byte("5 (old) S 1 5 5 0 -1 4194560 100 0 0 0 11 12 0 0 20 0 1 0 77 1000 33"))
-	f.Add([]byte("5 (old) S 1 5 5 0 -1 4194560 100 0 0 0 11 12 0 0 20 0 1 0 77 1000\n33"))
-	f.Add([]byte(statLine(5, "x", map[int]string{24: "-9223372036854775808"})))
-	f.Add([]byte(statLine(5, "x", map[int]string{24: "+1", 23: "18446744073709551616"})))
-	f.Add([]byte(statLine(5, "x", map[int]string{14: "000000000000000000001"})))
-	f.Add([]byte(")("))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := ParseSelfStat(data)
-		ref, ok := refSelfStat(data)
-		if (err == nil) != ok || s != ref {
-			t.Fatalf("%q: got %+v, %v; the plain reading gives %+v, %v", truncate(string(data), 200), s, err, ref, ok)
-		}
-	})
-}
-
-// Whatever netstat holds: a result or an error, never a panic, and the
-// plain reading's answer (refNetstatOctets).
-func FuzzParseNetstatOctets(f *testing.F) {
-	live, err := os.ReadFile("testdata/netstat/linux-6.18")
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Add(live)
-	f.Add([]byte(netstatOld))
-	f.Add([]byte("IpExt: InOctets OutOctets\nIpExt: 18446744073709551615 1\n"))
-	f.Add([]byte("IpExt: OutOctets InOctets InOctets\nIpExt: 5 6 7\nTcpExt: A\nTcpExt: 1\n"))
-	f.Add([]byte("IpExt: InOctets  OutOctets\nIpExt: 1  2\n"))
-	f.Add([]byte("IpExt: InOctets OutOctets\nIpExt: 1"))
-	f.Add([]byte("IpExt:\nIpExt:\n\n\n"))
-	f.Add([]byte("IpExt: InOctets\n"))
-	f.Add([]byte("IpExt: InOctets OutOctets\r\nIpExt: 1 2\r\n"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		in, out, err := ParseNetstatOctets(data)
-		rin, rout, ok := refNetstatOctets(data)
-		if (err == nil) != ok || in != rin || out != rout {
-			t.Fatalf("%q: got %d %d, %v; the plain reading gives %d %d, %v", truncate(string(data), 200), in, out, err, rin, rout, ok)
-		}
-	})
-}
-
 // parseStatusHWM returns a value or an error, never panics, and agrees with
 // a plain reading of the line.
 func FuzzParseStatusHWM(f *testing.F) {

@@ -64,8 +64,7 @@ func TestParseStatusHWMAgreesWithProcfs(t *testing.T) {
 
 // The reader's figure for this process lies between procfs's before and
 // after it; a gone pid is an error (a kernel thread's status, which has
-// no VmHWM line, is TestParseStatusHWMAgreesWithProcfs's); a closed reader
-// reads again.
+// no VmHWM line, is TestParseStatusHWMAgreesWithProcfs's).
 func TestPeakReaderLive(t *testing.T) {
 	fs, err := procfs.NewFS("/proc")
 	if err != nil {
@@ -76,7 +75,6 @@ func TestPeakReaderLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := NewPeakReader("/proc")
-	defer r.Close()
 	for range 2 {
 		before, err := self.NewStatus()
 		if err != nil {
@@ -92,9 +90,6 @@ func TestPeakReaderLive(t *testing.T) {
 		}
 		if got < before.VmHWM || got > after.VmHWM || got == 0 {
 			t.Errorf("VmHWM %d, procfs %d before and %d after", got, before.VmHWM, after.VmHWM)
-		}
-		if err := r.Close(); err != nil {
-			t.Fatal(err)
 		}
 	}
 	if _, err := r.ResidentPeak(1 << 30); err == nil {
@@ -116,7 +111,6 @@ func TestPeakReaderFollowsNoSymlink(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := NewPeakReader(dir)
-	defer r.Close()
 	if v, err := r.ResidentPeak(7); err == nil {
 		t.Errorf("read %d through a symlink", v)
 	}

@@ -54,7 +54,6 @@ type ProcessTable struct {
 	pids    []int         // listed in this scan, ascending
 	recheck map[int]bool  // read in this scan because new, young or due
 	gone    map[int]bool  // listed, but its stat could not be read
-	listing bool          // in the watch's Scan: reads are not a caller's
 	changed bool          // a watch's: see Changed
 }
 
@@ -95,29 +94,13 @@ func (t *ProcessTable) PIDs() []int {
 // Process returns the process with this pid, if it was seen in the scan.
 // A watch's table reads the pid's stat on the first call in the scan.
 func (t *ProcessTable) Process(pid int) (Process, bool) {
-	return t.process(pid, false)
-}
-
-// Resident is Process for a caller that needs only the process's resident
-// memory up to date (the JVM a reading is of, not the members of its
-// tree, whose parents TreeRSS checks): a process asked about in earlier
-// scans, past its first YoungFor, is read from its statm through a
-// descriptor kept open, and its PPID and command name are those of its
-// last stat read (while it was young, and every RefreshEvery). The kernel
-// makes a stat by visiting every thread of the process, a statm from its
-// memory counters: a JVM has dozens of threads (BenchmarkStatmFD).
-func (t *ProcessTable) Resident(pid int) (Process, bool) {
-	return t.process(pid, true)
-}
-
-func (t *ProcessTable) process(pid int, rssOnly bool) (Process, bool) {
 	if p, ok := t.procs[pid]; ok || t.w == nil {
 		return p, ok
 	}
 	if e := t.w.known[pid]; e == nil || t.gone[pid] {
 		return Process{}, false // not listed
 	}
-	p, ok := t.w.read(pid, !t.listing, rssOnly)
+	p, ok := t.w.read(pid)
 	if !ok {
 		t.gone[pid] = true
 		return Process{}, false

@@ -124,29 +124,6 @@ func parseStatInt(b []byte) (int64, error) {
 	return 0, errors.New("out of range")
 }
 
-// parseStatmResident returns the resident pages of a /proc/<pid>/statm
-// line ("size resident shared text lib data dt"): what stat's field 24
-// gives, from the process's memory counters alone. The kernel makes stat
-// by summing every thread's faults and times, statm without visiting a
-// thread, so for a JVM of a hundred threads statm is the cheaper read of
-// the same number.
-func parseStatmResident(b []byte) (uint64, error) {
-	var field []byte
-	for range 2 {
-		b = bytes.TrimLeft(b, " ")
-		end := bytes.IndexAny(b, " \n")
-		if end < 0 {
-			end = len(b)
-		}
-		field, b = b[:end], b[end:]
-	}
-	v, err := parseStatInt(field)
-	if err != nil || v < 0 {
-		return 0, fmt.Errorf("statm: resident %q", truncate(string(field), 32))
-	}
-	return uint64(v), nil
-}
-
 // parseStatusHWM returns the VmHWM line of /proc/<pid>/status in bytes
 // ("VmHWM:\t  123456 kB"). A kernel thread's status has none.
 func parseStatusHWM(b []byte) (uint64, error) {
@@ -172,4 +149,12 @@ func parseStatusHWM(b []byte) (uint64, error) {
 		return v * 1024, nil
 	}
 	return 0, errors.New("status: no VmHWM")
+}
+
+// cutField splits b before its first space.
+func cutField(b []byte) (field, rest []byte) {
+	if i := bytes.IndexByte(b, ' '); i >= 0 {
+		return b[:i], b[i:]
+	}
+	return b, nil
 }

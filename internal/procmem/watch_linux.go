@@ -13,8 +13,6 @@ import (
 
 	"github.com/prometheus/procfs"
 	"golang.org/x/sys/unix"
-
-	"github.com/executor-exporter/executor_exporter/internal/quicksys"
 )
 
 // A process's stat is read again on every scan while it is young, so that
@@ -50,9 +48,8 @@ type ProcessWatch struct {
 	lastFull time.Time
 	statBuf  []byte
 	dentBuf  []byte
-	// Reads counts stat files read, StatmReads the reads of a kept statm
-	// file that stood for one (Resident), for tests and benchmarks.
-	Reads, StatmReads uint64
+	// Reads counts stat files read, for tests and benchmarks.
+	Reads uint64
 
 	// Listing only what is new (Scan).
 	seekable  bool         // procPath is procfs, in this process's pid namespace
@@ -60,15 +57,8 @@ type ProcessWatch struct {
 	sinceFull int          // scans since every pid was listed
 	pids      []int        // known pids, ascending
 	young     map[int]bool // pids of processes younger than YoungFor
-	loadavg   *KeptFile    // names the last pid made, read on every scan
 	listFD    int          // procPath, for getdents; -1 until the first listing
-
-	statFDs    map[int]*watched // the entries whose stat file is kept open (readStat)
-	maxStatFDs int
-	// KeepAskedFor is how long a stat file stays open after the last
-	// scan that asked for it (readStat); 0 keeps it to the next scan only.
-	KeepAskedFor time.Duration
-	now          time.Time // the scan's time
+	now       time.Time    // the scan's time
 }
 
 // procTGIDOffset is where pids start among the offsets of procfs's root
@@ -87,14 +77,6 @@ type watched struct {
 	exeKind processKind
 	exeComm string
 	exeDone bool
-	// asked is the last scan in which a caller asked for its stat, at
-	// askedAt; statFD is its stat file kept open, plus one (0: none), and
-	// statmFD its statm file, for a caller that asks only for its
-	// resident memory (ProcessTable.Resident).
-	asked   uint64
-	askedAt time.Time
-	statFD  int
-	statmFD int
 }
 
 // NewProcessWatch opens procPath and reads its boot time.
@@ -120,16 +102,9 @@ func NewProcessWatch(procPath string) (*ProcessWatch, error) {
 		statBuf:  make([]byte, 1024),
 		dentBuf:  make([]byte, 32<<10),
 		young:    map[int]bool{},
-		loadavg:  NewKeptFile(path.Join(procPath, "loadavg")),
 		listFD:   -1,
-
-		statFDs:    map[int]*watched{},
-		maxStatFDs: maxStatFDs,
 	}
 	w.seekable = ownProcfs(dir, procPath) && w.seekWorks()
-	if !isProcfs(dir) {
-		w.maxStatFDs = 0 // a kept file would not be produced afresh
-	}
 	return w, nil
 }
 
@@ -175,13 +150,11 @@ func isProcfs(dir *os.File) bool {
 func (w *ProcessWatch) Scan(now time.Time) (*ProcessTable, error) {
 	w.gen++
 	w.now = now
-	w.releaseStatFDs()
 	refresh := now.Sub(w.lastFull) >= RefreshEvery
 	if refresh {
 		w.lastFull = now
 	}
-	t := &ProcessTable{w: w, procs: map[int]Process{}, recheck: map[int]bool{}, gone: map[int]bool{}, listing: true}
-	defer func() { t.listing = false }()
+	t := &ProcessTable{w: w, procs: map[int]Process{}, recheck: map[int]bool{}, gone: map[int]bool{}}
 	last, lastOK := w.lastPID()
 	partial := w.seekable && lastOK && !refresh && w.listedTo > 0 && last >= w.listedTo && w.sinceFull < listEvery
 	seen := func(pid int, ino uint64) {
@@ -189,9 +162,6 @@ func (w *ProcessWatch) Scan(now time.Time) (*ProcessTable, error) {
 		if e == nil || e.ino != ino {
 			if e == nil && partial {
 				w.pids = append(w.pids, pid)
-			}
-			if e != nil {
-				w.releaseStat(pid, e)
 			}
 			e = &watched{ino: ino}
 			w.known[pid] = e
@@ -237,7 +207,6 @@ func (w *ProcessWatch) Scan(now time.Time) (*ProcessTable, error) {
 		err = w.listFrom(0, 0, seen)
 		for pid, e := range w.known {
 			if e.gen != w.gen {
-				w.releaseStat(pid, e)
 				delete(w.known, pid)
 				t.changed = true
 			}
@@ -274,7 +243,8 @@ func (w *ProcessWatch) lastPID() (int, bool) {
 	if !w.seekable {
 		return 0, false
 	}
-	data, err := w.loadavg.Read()
+	data, buf, err := ReadProcFile(path.Join(w.procPath, "loadavg"), w.statBuf, 4096)
+	w.statBuf = buf
 	if err != nil {
 		return 0, false
 	}
@@ -306,7 +276,7 @@ func (w *ProcessWatch) listFrom(from, to int, f func(pid int, ino uint64)) error
 	if from > 0 {
 		offset = int64(procTGIDOffset + from)
 	}
-	if _, err := quicksys.Seek(fd, offset, 0); err != nil {
+	if _, err := unix.Seek(fd, offset, 0); err != nil {
 		w.closeListing()
 		return fmt.Errorf("listing processes from %d: %w", from, err)
 	}
@@ -334,7 +304,7 @@ func (w *ProcessWatch) listFrom(from, to int, f func(pid int, ino uint64)) error
 		}
 	}
 	for !past {
-		n, err := quicksys.Getdents(fd, buf)
+		n, err := unix.Getdents(fd, buf)
 		if err == unix.EINTR {
 			continue
 		}
@@ -401,24 +371,13 @@ func parsePID(b []byte) (int, bool) {
 	return n, n <= 1<<31-1
 }
 
-// read reads pid's stat now and updates what the watch knows of it; asked
-// says a caller wants it, rather than the scan's listing, and rssOnly that
-// the caller needs only its resident memory up to date (Resident).
-func (w *ProcessWatch) read(pid int, asked, rssOnly bool) (Process, bool) {
+// read reads pid's stat now and updates what the watch knows of it.
+func (w *ProcessWatch) read(pid int) (Process, bool) {
 	e := w.known[pid]
-	keep := asked && w.keepable(e)
-	if rssOnly && asked && e != nil && e.ok && w.now.Sub(e.p.StartTime) >= YoungFor {
-		if p, ok := w.readResident(pid, e); ok {
-			return p, true
-		}
-	}
 	w.Reads++
-	data, err := w.readStat(pid, e, asked, keep && !rssOnly)
+	data, err := w.readStat(pid)
 	if err != nil {
 		return Process{}, false
-	}
-	if rssOnly && keep {
-		w.keepStatm(pid, e)
 	}
 	st, err := parseStat(data)
 	if err != nil {
@@ -435,8 +394,7 @@ func (w *ProcessWatch) read(pid int, asked, rssOnly bool) (Process, bool) {
 	if e != nil {
 		if e.ok && !e.p.StartTime.Equal(p.StartTime) {
 			// Another process under the same pid and inode: start afresh.
-			// The stat file, if kept, was just opened: it is the new one's.
-			*e = watched{ino: e.ino, gen: e.gen, asked: e.asked, askedAt: e.askedAt, statFD: e.statFD, statmFD: e.statmFD}
+			*e = watched{ino: e.ino, gen: e.gen}
 		}
 		e.p, e.ok = p, true
 	}
@@ -458,4 +416,11 @@ func (w *ProcessWatch) exeKind(p Process) processKind {
 		e.exeKind, e.exeComm, e.exeDone = kind, p.Comm, true
 	}
 	return kind
+}
+
+// Close releases the directories the watch holds open. The watch is not
+// used after it.
+func (w *ProcessWatch) Close() error {
+	w.closeListing()
+	return w.dir.Close()
 }

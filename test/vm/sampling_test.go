@@ -12,17 +12,12 @@ import (
 )
 
 // checkFastLeak: judged as the other container OOM kills, and on cgroup
-// v2, which has no usage thresholds, an exporter with the default
-// sampling flags hears of the executor's container
-// through memory.events and PSI, and its last sample of an executor
-// leaking 64 MiB/s from half of its container's limit is at most 2 s
-// older than the kill (docs/jvm.md#sampling).
+// v2 the last sample of an exporter with the default sampling flags of an
+// executor leaking 64 MiB/s from half of its container's limit is at most
+// 2 s older than the kill: the container's headroom sets how often it is
+// read (docs/jvm.md#sampling).
 func checkFastLeak(t *testing.T, r guestRun) {
 	c := checkContainerOOM(t, r, "fast-leak", "native")
-	t.Logf("executor_jvm_sampling_containers by notification, with the container half full: %v", c.SamplingContainers)
-	if c.SamplingContainers["events"] < 1 || c.SamplingContainers["none"] != 0 {
-		t.Errorf("want every container with a limit watched through memory.events and PSI (notification=\"events\"), have %v", c.SamplingContainers)
-	}
 	log, err := os.ReadFile(filepath.Join(r.Out, vmreport.DefaultExporterLog))
 	if err != nil {
 		t.Fatal(err)

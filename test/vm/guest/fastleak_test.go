@@ -10,9 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-
 	"github.com/executor-exporter/executor_exporter/test/vm/vmreport"
 )
 
@@ -53,16 +50,6 @@ func (g *guest) fastLeakCase() {
 		text, err := getFrom(defaultExporterAddr, "/metrics")
 		return err == nil && strings.Contains(text, `pid="`+strconv.Itoa(c.PID)+`"`)
 	})
-	if text, err := getFrom(defaultExporterAddr, "/metrics"); err == nil {
-		parser := expfmt.NewTextParser(model.UTF8Validation)
-		families, _ := parser.TextToMetricFamilies(strings.NewReader(text))
-		c.SamplingContainers = map[string]float64{}
-		for _, kind := range []string{"threshold", "events", "none"} {
-			if v, ok := sample(families, "executor_jvm_sampling_containers", map[string]string{"notification": kind}); ok {
-				c.SamplingContainers[kind] = v
-			}
-		}
-	}
 	ended(c, j, 3*time.Minute)
 	c.CgroupOOMKills = oomKills(c.CgroupDir)
 	waitFor(c, "the default-flags exporter's report of the OOM kill", time.Minute, func() bool {

@@ -80,10 +80,6 @@ type Case struct {
 	KillSeconds float64  `json:"kill_seconds,omitempty"`
 	// Waits are what the guest waited for, in order, and whether it came.
 	Waits []Wait `json:"waits"`
-	// SamplingContainers is executor_jvm_sampling_containers by
-	// notification, as the exporter with the default sampling flags
-	// said while the fast-leak case's container was half full.
-	SamplingContainers map[string]float64 `json:"sampling_containers,omitempty"`
 	// Restarts say why the stand-in was started again: a JVM that ended
 	// before it was ready (under emulation) is started once more.
 	Restarts []string `json:"restarts,omitempty"`
