@@ -74,7 +74,32 @@ func (c *gcpClient) instance(ctx context.Context) (Instance, error) {
 		return Instance{}, err
 	}
 	inst.Lifecycle = gcpLifecycle(preemptible, model)
+	if err := c.dataproc(ctx, &inst); err != nil {
+		return Instance{}, err
+	}
 	return inst, nil
+}
+
+// dataproc names a Dataproc node's role and cluster (DataprocPool) from
+// the attributes Dataproc sets on every instance; other VMs have none.
+func (c *gcpClient) dataproc(ctx context.Context, inst *Instance) error {
+	role, err := c.get(ctx, "instance/attributes/dataproc-role")
+	if errors.Is(err, errNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	cluster, err := c.get(ctx, "instance/attributes/dataproc-cluster-name")
+	if err != nil && !errors.Is(err, errNotFound) {
+		return err
+	}
+	name, err := c.get(ctx, "instance/name")
+	if err != nil && !errors.Is(err, errNotFound) {
+		return err
+	}
+	inst.NodePool, inst.Platform = DataprocPool(role, cluster, name), PlatformDataproc
+	return nil
 }
 
 // gcpLifecycle combines scheduling/preemptible (TRUE for both legacy

@@ -3,7 +3,8 @@ package cloud
 // mergeInstance lays the sources over each other: DMI, then the Node's
 // labels, then the metadata service, which speaks for the machine itself
 // and so wins where both answer. Node, node pool and platform come from
-// Kubernetes only.
+// Kubernetes, or else from the metadata service where it names a managed
+// Hadoop cluster's node (Dataproc).
 func mergeInstance(dmi Instance, imds, node *Instance, baseSource string) Instance {
 	out := dmi
 	var sources []string
@@ -33,6 +34,9 @@ func mergeInstance(dmi Instance, imds, node *Instance, baseSource string) Instan
 	}
 	if imds != nil {
 		overlay(*imds)
+		if node == nil && imds.NodePool != "" {
+			out.NodePool, out.Platform = imds.NodePool, imds.Platform
+		}
 	}
 	if out.Platform == "" && out.Provider != ProviderNone && out.Provider != "" {
 		out.Platform = "vm"

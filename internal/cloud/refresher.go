@@ -27,6 +27,9 @@ type Config struct {
 	// PollInterval is how often notices are polled; 0 disables polling.
 	PollInterval time.Duration
 	Kubernetes   KubernetesConfig
+	// EMRInfoDir is where an EMR node's instance.json and job-flow.json
+	// are (DefaultEMRInfoDir when empty): they name its node pool.
+	EMRInfoDir string
 }
 
 // minRetry is the first wait after a failed refresh; it doubles up to
@@ -324,6 +327,13 @@ func (r *Refresher) Refresh(ctx context.Context) error {
 	}
 
 	inst := mergeInstance(instanceFromDMI(provider, dmi), fromIMDS, fromNode, baseSource)
+	// An EMR node says what it is in local files; a Kubernetes Node's
+	// pool, if any, stands.
+	if pool, ok, err := readEMR(r.cfg.EMRInfoDir); err != nil {
+		errs = append(errs, fmt.Errorf("EMR node files: %w", err))
+	} else if ok && fromNode == nil {
+		inst.NodePool, inst.Platform = pool, PlatformEMR
+	}
 	// The provider decided above stands, --cloud.provider=none included,
 	// even if a Node's providerID names another.
 	inst.Provider = provider

@@ -80,6 +80,25 @@ const (
 	GCPMachineTypePath = "/computeMetadata/v1/instance/machine-type"
 )
 
+// Dataproc's metadata: the attributes Dataproc sets on every instance of
+// a cluster, and the instance's name.
+const (
+	GCPInstanceNamePath    = "/computeMetadata/v1/instance/name"
+	GCPDataprocRolePath    = "/computeMetadata/v1/instance/attributes/dataproc-role"
+	GCPDataprocClusterPath = "/computeMetadata/v1/instance/attributes/dataproc-cluster-name"
+)
+
+// SetDataproc makes a GCP stand-in describe a Dataproc node: role Master
+// or Worker, as Dataproc writes it, and the instance's name (a secondary
+// worker's is <cluster>-sw-<suffix>).
+func SetDataproc(s *Server, cluster, role, name string) {
+	s.Set(GCPDataprocClusterPath, cluster)
+	s.Set(GCPDataprocRolePath, role)
+	s.Set(GCPInstanceNamePath, name)
+	s.Set("/computeMetadata/v1/instance/attributes/dataproc-worker-count", "2")
+	s.Set("/computeMetadata/v1/instance/attributes/dataproc-master", cluster+"-m")
+}
+
 // NewGCP starts a GCE metadata server: requests without
 // Metadata-Flavor: Google get 403, answers carry Metadata-Flavor: Google.
 // It describes a Spot n2-standard-8 in europe-west1-b, not preempted.
