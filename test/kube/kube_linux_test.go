@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -51,14 +53,21 @@ func TestExporterAgainstAPIServer(t *testing.T) {
 	testjvm.RequireJava(t)
 	c := startCluster(t)
 
-	if !t.Run("manifests", func(t *testing.T) {
-		c.applyCRDs(t)
-		c.applyAll(t)
-	}) {
+	c.applyCRDs(t)
+	t.Run("kustomize", func(t *testing.T) { c.applyAll(t, exporterNS, c.kustomizeRenders(t)) })
+	if t.Failed() {
 		t.FailNow()
 	}
 	token := c.ServiceAccountToken(t, exporterNS, exporterSA)
 	t.Run("rbac", func(t *testing.T) { checkRBAC(t, c, token) })
+	if _, err := os.Stat(filepath.Join(testenv.RepoRoot(), helmChart)); err == nil {
+		t.Run("helm", func(t *testing.T) {
+			const ns = "monitoring"
+			r := helmRender(t, ns)
+			c.applyAll(t, ns, []render{r})
+			checkRBAC(t, c, c.ServiceAccountToken(t, ns, serviceAccount(t, r)))
+		})
+	}
 
 	// Two nodes, a pod with a JVM on each; the exporter runs on node-a.
 	c.createNode(t, "node-a", nodeLabels)
@@ -117,7 +126,7 @@ func TestExporterAgainstAPIServer(t *testing.T) {
 // (SelfSubjectAccessReview with its own token, kubectl auth can-i), and
 // sends the requests the exporter sends and some it must not.
 func checkRBAC(t *testing.T, c *cluster, token string) {
-	kc := c.kubeconfig(t, "exporter", token)
+	kc := c.kubeconfig(t, "sa-"+randomHex(t, 4), token)
 	for _, tc := range []struct {
 		args []string
 		want string

@@ -32,29 +32,34 @@ type render struct {
 	stream []byte
 }
 
-// renders returns the kustomize outputs and the chart's render.
-func (c *cluster) renders(t *testing.T) []render {
+// kustomizeRenders returns the kustomize outputs.
+func (c *cluster) kustomizeRenders(t *testing.T) []render {
 	t.Helper()
 	var out []render
 	for _, dir := range kustomizations {
 		out = append(out, render{dir, []byte(c.MustKubectl(t, nil, "kustomize", filepath.Join(testenv.RepoRoot(), dir)))})
 	}
-	if _, err := os.Stat(filepath.Join(testenv.RepoRoot(), helmChart)); err == nil {
-		helm := os.Getenv("HELM")
-		if helm == "" {
-			testenv.Unavailable(t, "%s exists but HELM is not set (make test builds helm and sets it)", helmChart)
-		}
-		cmd := exec.Command(helm, "template", "executor-exporter", filepath.Join(testenv.RepoRoot(), helmChart),
-			"--namespace", "executor-exporter", "--set", "serviceMonitor.enabled=true", "--set", "prometheusRule.enabled=true")
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		stream, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("helm template: %v: %s", err, stderr.String())
-		}
-		out = append(out, render{helmChart, stream})
-	}
 	return out
+}
+
+// helmRender renders the chart as a user would install it beside the
+// kustomize objects: another release name and namespace, so that no object
+// is shared, with the ServiceMonitor and the PrometheusRule on.
+func helmRender(t *testing.T, namespace string) render {
+	t.Helper()
+	helm := os.Getenv("HELM")
+	if helm == "" {
+		testenv.Unavailable(t, "HELM is not set: make test builds helm and sets it")
+	}
+	cmd := exec.Command(helm, "template", "ee-helm", filepath.Join(testenv.RepoRoot(), helmChart),
+		"--namespace", namespace, "--set", "serviceMonitor.enabled=true", "--set", "prometheusRule.enabled=true")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stream, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("helm template: %v: %s", err, stderr.String())
+	}
+	return render{helmChart, stream}
 }
 
 var docSeparator = regexp.MustCompile(`(?m)^---\s*$`)
@@ -108,16 +113,13 @@ func (c *cluster) applyCRDs(t *testing.T) {
 }
 
 // applyAll server-side dry-runs every render, then applies each for real,
-// in the order users would (base, then the overlays over it).
-func (c *cluster) applyAll(t *testing.T) {
+// in the order given (for kustomize: the base, then the overlays over it),
+// and checks that every object is there. namespace is created first: a dry
+// run does not create the namespace the other objects go in.
+func (c *cluster) applyAll(t *testing.T, namespace string, rs []render) {
 	t.Helper()
-	rs := c.renders(t)
-	// A dry run does not create the namespace the other objects go in.
-	objs, docs := objects(t, rs[0].stream)
-	for i, o := range objs {
-		if o.Kind == "Namespace" {
-			c.MustKubectl(t, docs[i], "apply", "--server-side", "--field-manager=test", "-f", "-")
-		}
+	if _, err := c.Kubectl(t, c.admin, nil, "get", "namespace", namespace); err != nil {
+		c.MustKubectl(t, nil, "create", "namespace", namespace)
 	}
 	for _, r := range rs {
 		objs, _ := objects(t, r.stream)
@@ -151,6 +153,22 @@ func (c *cluster) applyAll(t *testing.T) {
 			}
 		}
 	}
+}
+
+// serviceAccount returns the name of the render's one ServiceAccount.
+func serviceAccount(t *testing.T, r render) string {
+	t.Helper()
+	var names []string
+	objs, _ := objects(t, r.stream)
+	for _, o := range objs {
+		if o.Kind == "ServiceAccount" {
+			names = append(names, o.Metadata.Name)
+		}
+	}
+	if len(names) != 1 {
+		t.Fatalf("%s: ServiceAccounts %v, want one", r.name, names)
+	}
+	return names[0]
 }
 
 // apiGroup is the group of an apiVersion ("" for the core group's "v1").
