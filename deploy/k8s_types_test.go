@@ -66,14 +66,18 @@ type podSpec struct {
 			Path string `yaml:"path"`
 			Type string `yaml:"type"`
 		} `yaml:"hostPath"`
+		Secret *struct {
+			SecretName string `yaml:"secretName"`
+		} `yaml:"secret"`
 	} `yaml:"volumes"`
 }
 
 type container struct {
-	Name  string   `yaml:"name"`
-	Image string   `yaml:"image"`
-	Args  []string `yaml:"args"`
-	Env   []struct {
+	Name            string   `yaml:"name"`
+	Image           string   `yaml:"image"`
+	ImagePullPolicy string   `yaml:"imagePullPolicy"`
+	Args            []string `yaml:"args"`
+	Env             []struct {
 		Name      string `yaml:"name"`
 		Value     string `yaml:"value"`
 		ValueFrom *struct {
@@ -115,9 +119,13 @@ type container struct {
 
 type probe struct {
 	HTTPGet struct {
-		Path string `yaml:"path"`
-		Port string `yaml:"port"`
+		Path   string `yaml:"path"`
+		Port   string `yaml:"port"`
+		Scheme string `yaml:"scheme"`
 	} `yaml:"httpGet"`
+	TCPSocket *struct {
+		Port string `yaml:"port"`
+	} `yaml:"tcpSocket"`
 	PeriodSeconds    int `yaml:"periodSeconds"`
 	FailureThreshold int `yaml:"failureThreshold"`
 }
@@ -181,6 +189,7 @@ type relabeling struct {
 
 type scrapeEndpoint struct {
 	Port          string       `yaml:"port"`
+	Scheme        string       `yaml:"scheme"`
 	Interval      string       `yaml:"interval"`
 	ScrapeTimeout string       `yaml:"scrapeTimeout"`
 	Relabelings   []relabeling `yaml:"relabelings"`
