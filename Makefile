@@ -39,7 +39,14 @@ PROMETHEUS3_DIR := $(TOOLS_DIR)/prometheus-$(PROMETHEUS3_VERSION)
 PROMETHEUS3 := $(PROMETHEUS3_DIR)/prometheus
 PROMTOOL3   := $(PROMETHEUS3_DIR)/promtool
 
-.PHONY: all build run test test-unit test-vm test-deps check-metrics fmt vet lint fuzz mixin mixin-check prometheus3 scenarios fleet demo clean
+# helm, for the chart's lint and renders (deploy/helm_test.go): built from
+# its Go module at a pinned version into the same cache, once; about 5
+# minutes cold.
+HELM_VERSION ?= v4.3.1
+HELM_DIR := $(TOOLS_DIR)/helm-$(HELM_VERSION)
+HELM     := $(HELM_DIR)/helm
+
+.PHONY: all build run test test-unit test-vm test-deps check-metrics fmt vet lint fuzz mixin mixin-check prometheus3 helm scenarios fleet demo clean
 
 all: fmt vet build test
 
@@ -53,9 +60,9 @@ run: build
 # Everything CI checks: Debian test dependencies, formatting, vet, the
 # mixin's generated files and rule tests, and every Go test (unit, fuzz
 # seeds, real JVMs, real OOM kill, real Prometheus + Alertmanager) with -race.
-test: test-deps fmt-check vet build prometheus3 mixin-check
+test: test-deps fmt-check vet build prometheus3 helm mixin-check
 	mkdir -p $(ARTIFACTS)
-	EXPORTER_BIN=$(PREFIX)/$(BIN) PROMETHEUS3=$(PROMETHEUS3) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -artifacts -outputdir $(ARTIFACTS) ./...
+	EXPORTER_BIN=$(PREFIX)/$(BIN) PROMETHEUS3=$(PROMETHEUS3) HELM=$(HELM) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -artifacts -outputdir $(ARTIFACTS) ./...
 
 # Unit tests only: no binary, no root, no packages to install.
 test-unit:
@@ -119,6 +126,11 @@ $(PROMETHEUS3) $(PROMTOOL3) &:
 	GOBIN=$(PROMETHEUS3_DIR) GOFLAGS=-mod=mod $(GO) install \
 	  github.com/prometheus/prometheus/cmd/prometheus@$(PROMETHEUS3_VERSION) \
 	  github.com/prometheus/prometheus/cmd/promtool@$(PROMETHEUS3_VERSION)
+
+helm: $(HELM)
+
+$(HELM):
+	GOBIN=$(HELM_DIR) GOFLAGS=-mod=mod $(GO) install helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)
 
 # The alert scenarios (test/e2e/scenarios_test.go): real JVMs in memory
 # cgroups, the exporter, Prometheus 3 with the shipped rules, Alertmanager;
