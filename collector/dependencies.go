@@ -8,6 +8,7 @@ import (
 
 	"github.com/executor-exporter/executor_exporter/internal/cloud"
 	"github.com/executor-exporter/executor_exporter/internal/jvm"
+	"github.com/executor-exporter/executor_exporter/internal/yarn"
 )
 
 var (
@@ -62,6 +63,10 @@ type Dependencies struct {
 	pods podSource
 
 	exits *exitWitness // what the oom and cloud collectors see of JVMs' ends; see witness()
+
+	yarn      *yarn.Source // the NodeManager and ResourceManager; see YARN()
+	yarnErr   error
+	yarnBuilt bool
 }
 
 // NewDependencies returns dependencies that build the JVM tracker from cfg
@@ -145,6 +150,26 @@ func (d *Dependencies) Pods() (podSource, error) {
 	return d.pods, nil
 }
 
+// YARN returns the one YARN source, started, built from the --yarn.* flags
+// and yarn-site.xml; nil when this is no YARN node or with
+// --no-collector.yarn. The yarn collector serves its node facts; the
+// tracker and the exits collector read its containers.
+func (d *Dependencies) YARN() (*yarn.Source, error) {
+	if !d.yarnBuilt && collectorOn("yarn") {
+		d.yarnBuilt = true
+		logger := log.With(d.logger, "collector", "yarn")
+		cfg, ok, err := YARNConfigFromFlags(logger)
+		switch {
+		case err != nil:
+			d.yarnErr = fmt.Errorf("yarn: %w", err)
+		case ok:
+			d.yarn = yarn.NewSource(cfg, logger)
+			d.yarn.Start()
+		}
+	}
+	return d.yarn, d.yarnErr
+}
+
 // collectorOn says whether --collector.<name> is set. It reads
 // collectorEnabled without factoriesMu, which NewExecutorCollector holds
 // while the factories run; only init functions write the map.
@@ -160,5 +185,8 @@ func (d *Dependencies) Stop() {
 	}
 	if d.refresher != nil {
 		d.refresher.Stop()
+	}
+	if d.yarn != nil {
+		d.yarn.Stop()
 	}
 }

@@ -323,7 +323,9 @@ func baseURL(https bool, addr, localHost string) string {
 	if err != nil {
 		host, port = addr, ""
 	}
-	if host == "" || host == wildcardHost || host == "::" {
+	// A ${…} left unexpanded is a name set elsewhere (the NodeManager's
+	// own hostname): on this machine, the local address reaches it.
+	if host == "" || host == wildcardHost || host == "::" || strings.Contains(host, "${") {
 		host = localHost
 	}
 	scheme := "http"
