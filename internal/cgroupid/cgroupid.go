@@ -75,7 +75,7 @@ func Parse(path string) ID {
 		}
 	}
 	for i := len(segs) - 1; i >= 0; i-- {
-		if isYARNContainer(segs[i]) {
+		if IsYARNContainer(segs[i]) {
 			return ID{YARNContainer: segs[i]}
 		}
 	}
@@ -187,9 +187,9 @@ func isPodUID(s string) bool {
 // Docker use.
 func isContainerID(s string) bool { return len(s) == 64 && isHex(s) }
 
-// isYARNContainer accepts container_[e<epoch>_]<cluster ts>_<app>_<attempt>_<n>,
+// IsYARNContainer accepts container_[e<epoch>_]<cluster ts>_<app>_<attempt>_<n>,
 // every part decimal.
-func isYARNContainer(s string) bool {
+func IsYARNContainer(s string) bool {
 	rest, ok := strings.CutPrefix(s, "container_")
 	if !ok {
 		return false

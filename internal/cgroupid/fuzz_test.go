@@ -45,7 +45,7 @@ func FuzzParse(f *testing.F) {
 		if id.Runtime != "" && id.ContainerID == "" {
 			t.Fatalf("%q: a runtime without a container", path)
 		}
-		if id.YARNContainer != "" && (!isYARNContainer(id.YARNContainer) || !strings.Contains(path, id.YARNContainer)) {
+		if id.YARNContainer != "" && (!IsYARNContainer(id.YARNContainer) || !strings.Contains(path, id.YARNContainer)) {
 			t.Fatalf("%q: YARN container %q", path, id.YARNContainer)
 		}
 	})

@@ -61,7 +61,7 @@ func TestCgroupFileReadAgainWhileYoungAndEveryRefresh(t *testing.T) {
 		if s.write != "" {
 			writeFile(t, file, s.write)
 		}
-		got, err := tr.read.cgFiles.key(p, s.at)
+		got, err := tr.read.cgroupKey(p, s.at)
 		if err != nil {
 			t.Fatalf("step %d: %v", i, err)
 		}
@@ -77,13 +77,13 @@ func TestCgroupFileNotServedToAReusedPID(t *testing.T) {
 	now := time.Unix(fixtureBoot+10000, 0)
 	old := procmem.Process{PID: 42, StartTime: now.Add(-time.Hour)}
 	writeFile(t, file, "0::/old\n")
-	if got, err := tr.read.cgFiles.key(old, now); err != nil || got != "0::/old\n" {
+	if got, err := tr.read.cgroupKey(old, now); err != nil || got != "0::/old\n" {
 		t.Fatalf("first read: %q, %v", got, err)
 	}
 	writeFile(t, file, "0::/new\n")
 	// Started well before now: only its start tells it from the old one.
 	reused := procmem.Process{PID: 42, StartTime: now.Add(-time.Minute)}
-	if got, err := tr.read.cgFiles.key(reused, now.Add(time.Second)); err != nil || got != "0::/new\n" {
+	if got, err := tr.read.cgroupKey(reused, now.Add(time.Second)); err != nil || got != "0::/new\n" {
 		t.Errorf("reused pid: %q, %v; want the new process's contents", got, err)
 	}
 }
@@ -110,7 +110,7 @@ func TestCgroupFilesOfGoneProcessesForgotten(t *testing.T) {
 		if !ok {
 			t.Fatalf("pid %d not in the fixture's table", pid)
 		}
-		if _, err := tr.read.cgFiles.key(p, now); err != nil {
+		if _, err := tr.read.cgroupKey(p, now); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -120,11 +120,11 @@ func TestCgroupFilesOfGoneProcessesForgotten(t *testing.T) {
 	if table, err = w.Scan(now.Add(time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	tr.read.forgetCgroupFiles(table, nil)
-	if _, ok := tr.read.cgFiles.byPID[42]; !ok {
+	tr.recs.forget(table)
+	if _, ok := tr.recs[42]; !ok {
 		t.Error("the entry of a live process was dropped")
 	}
-	if _, ok := tr.read.cgFiles.byPID[43]; ok {
+	if _, ok := tr.recs[43]; ok {
 		t.Error("the entry of a gone process is kept")
 	}
 }
@@ -165,7 +165,8 @@ func TestCgroupDirClosedWhenNoJVMUsesIt(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		tr.read.forgetCgroupFiles(table, nil)
+		tr.recs.forget(table)
+		tr.read.closeUnusedCgroups(nil)
 	}
 	a, b := dirOf(procs[0]), dirOf(procs[1])
 	scan(procs...)

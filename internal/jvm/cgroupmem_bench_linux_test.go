@@ -22,7 +22,7 @@ type cgroupRead func(t *Tracker, p procmem.Process, seen map[string]procmem.Cgro
 // readCgroupMemoryEachTime is the one-shot read: /proc/<pid>/cgroup read
 // again and the cgroup directory found from sysfs, nothing kept.
 func readCgroupMemoryEachTime(t *Tracker, p procmem.Process, seen map[string]procmem.CgroupMemory, now time.Time) (procmem.CgroupMemory, error) {
-	key, err := t.read.cgFiles.key(p, now)
+	key, err := t.read.cgroupKey(p, now)
 	if err == nil {
 		if cg, ok := seen[key]; ok {
 			return cg, nil

@@ -3,8 +3,11 @@ package jvm
 import (
 	"bytes"
 	"errors"
+	"path"
 	"strconv"
 	"strings"
+
+	"github.com/executor-exporter/executor_exporter/internal/cgroupid"
 )
 
 // Roles a JVM can have.
@@ -31,6 +34,11 @@ type Command struct {
 	AppID      string
 	ExecutorID string
 	Xmx        string // the last -Xmx as written ("4g"); empty when not given
+	// YARNContainer is the YARN container the JVM runs in
+	// (container_…), from the directory Spark names in
+	// -Dspark.yarn.app.container.log.dir, else from CONTAINER_ID in the
+	// environment (Merge); empty outside YARN.
+	YARNContainer string
 	// Perf is what the command line's options say about hsperfdata.
 	Perf PerfOptions
 }
@@ -118,6 +126,10 @@ var launcherOptionsWithArg = map[string]bool{
 	"--patch-module": true, "--describe-module": true, "-d": true,
 }
 
+// yarnLogDir is the option YARN's executor launch command gives every
+// executor: its container's log directory, named after the container.
+const yarnLogDir = "-Dspark.yarn.app.container.log.dir="
+
 // ParseCmdline reads /proc/<pid>/cmdline (NUL-separated) of a java process.
 // Unlike sun.rt.javaCommand it is not cut at 1024 bytes, so Spark's
 // arguments after a long classpath are still there.
@@ -133,6 +145,11 @@ func ParseCmdline(b []byte) Command {
 		switch {
 		case strings.HasPrefix(a, "-Xmx"):
 			cmd.Xmx = a[len("-Xmx"):]
+			continue
+		case strings.HasPrefix(a, yarnLogDir):
+			if dir := path.Base(a[len(yarnLogDir):]); cgroupid.IsYARNContainer(dir) {
+				cmd.YARNContainer = dir
+			}
 			continue
 		case a == "-jar":
 			if i+1 < len(args) {
@@ -234,6 +251,9 @@ type Environment struct {
 	ExecutorID string // SPARK_EXECUTOR_ID
 	AppID      string // SPARK_APPLICATION_ID
 	PodName    string // SPARK_EXECUTOR_POD_NAME
+	// YARNContainer is CONTAINER_ID, which the NodeManager sets in every
+	// container's environment.
+	YARNContainer string
 
 	// Options every JVM (JAVA_TOOL_OPTIONS, _JAVA_OPTIONS) or the java
 	// launcher (JDK_JAVA_OPTIONS) adds to its command line.
@@ -255,6 +275,10 @@ func ParseEnviron(b []byte) Environment {
 			env.AppID = string(value)
 		case "SPARK_EXECUTOR_POD_NAME":
 			env.PodName = string(value)
+		case "CONTAINER_ID":
+			if cgroupid.IsYARNContainer(string(value)) {
+				env.YARNContainer = string(value)
+			}
 		case "JAVA_TOOL_OPTIONS":
 			env.JavaToolOptions = string(value)
 		case "JDK_JAVA_OPTIONS":
@@ -267,8 +291,12 @@ func ParseEnviron(b []byte) Environment {
 }
 
 // Merge fills the Spark ids the command line left empty from the
-// environment: on Kubernetes the executor id can be resolved at runtime.
+// environment: on Kubernetes the executor id can be resolved at runtime;
+// and the YARN container of any JVM.
 func (c Command) Merge(env Environment) Command {
+	if c.YARNContainer == "" {
+		c.YARNContainer = env.YARNContainer
+	}
 	if c.Role != RoleExecutor {
 		return c
 	}

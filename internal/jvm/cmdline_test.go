@@ -34,6 +34,19 @@ func TestParseCmdline(t *testing.T) {
 				AppID: "application_1700000000000_0042", ExecutorID: "12", Xmx: "2048m"},
 		},
 		{
+			"yarn executor as the NodeManager launches it",
+			nul("/usr/lib/jvm/java/bin/java", "-server", "-Xmx4505m", "-Djava.io.tmpdir=/mnt/yarn/usercache/hadoop/appcache/application_1700000000000_0042/container_e02_1700000000000_0042_01_000003/tmp",
+				"-Dspark.yarn.app.container.log.dir=/var/log/hadoop-yarn/containers/application_1700000000000_0042/container_e02_1700000000000_0042_01_000003",
+				"org.apache.spark.executor.YarnCoarseGrainedExecutorBackend", "--executor-id", "2", "--app-id", "application_1700000000000_0042"),
+			Command{MainClass: "org.apache.spark.executor.YarnCoarseGrainedExecutorBackend", Role: RoleExecutor,
+				AppID: "application_1700000000000_0042", ExecutorID: "2", Xmx: "4505m", YARNContainer: "container_e02_1700000000000_0042_01_000003"},
+		},
+		{
+			"a log directory that names no container",
+			nul("java", "-Dspark.yarn.app.container.log.dir=/var/log/x/notacontainer", "org.apache.spark.executor.YarnCoarseGrainedExecutorBackend"),
+			Command{MainClass: "org.apache.spark.executor.YarnCoarseGrainedExecutorBackend", Role: RoleExecutor},
+		},
+		{
 			"kubernetes executor without ids",
 			nul("/opt/java/openjdk/bin/java", "-Xms2g", "-Xmx2g", "-cp", "/opt/spark/conf::/opt/spark/jars/*",
 				"org.apache.spark.scheduler.cluster.k8s.KubernetesExecutorBackend", "--driver-url", "x", "--cores", "1"),
@@ -117,6 +130,19 @@ func TestParseEnvironAndMerge(t *testing.T) {
 	}
 	if got := ParseEnviron(nil); got != (Environment{}) {
 		t.Errorf("ParseEnviron(nil) = %+v", got)
+	}
+	// The NodeManager's CONTAINER_ID names the container of any JVM in
+	// it; the command line's log directory wins; a malformed id is none.
+	yarn := ParseEnviron(nul("CONTAINER_ID=container_1700000000000_0042_01_000002", "HOME=/home/yarn"))
+	if got := plain.Merge(yarn); got.YARNContainer != "container_1700000000000_0042_01_000002" || got.Role != RoleJVM {
+		t.Errorf("Merge of CONTAINER_ID = %+v", got)
+	}
+	fromLog := Command{Role: RoleExecutor, YARNContainer: "container_1700000000000_0042_01_000009"}
+	if got := fromLog.Merge(yarn); got.YARNContainer != fromLog.YARNContainer {
+		t.Errorf("the command line's container must win: Merge = %+v", got)
+	}
+	if got := ParseEnviron(nul("CONTAINER_ID=container_x")); got.YARNContainer != "" {
+		t.Errorf("a malformed CONTAINER_ID taken: %+v", got)
 	}
 }
 

@@ -16,16 +16,15 @@ import (
 // tracker's scan lock.
 type reader struct {
 	procPath, sysfsPath string
-	buf                 []byte // hsperfdata read buffer, reused across JVMs and scans
-	ticks               map[int]tickMark
-	cgFiles             cgroupFiles
+	recs                records               // what is kept of each JVM, the tracker's
+	buf                 []byte                // hsperfdata read buffer, reused across JVMs and scans
+	cgBuf               []byte                // /proc/<pid>/cgroup read buffer
 	cgroups             *procmem.CgroupReader // made by the first read; keeps cgroup directories open
-	peaks               *peakKeeper
+	status              *procmem.PeakReader
 }
 
-func newReader(procPath, sysfsPath string) *reader {
-	return &reader{procPath: procPath, sysfsPath: sysfsPath, ticks: map[int]tickMark{}, cgFiles: newCgroupFiles(procPath),
-		peaks: newPeakKeeper(procPath)}
+func newReader(procPath, sysfsPath string, recs records) *reader {
+	return &reader{procPath: procPath, sysfsPath: sysfsPath, recs: recs, status: procmem.NewPeakReader(procPath)}
 }
 
 // read reads the candidate c, the process proc, whose identity is id,
@@ -33,7 +32,8 @@ func newReader(procPath, sysfsPath string) *reader {
 // the reason to count, or an empty reason when the process simply exited
 // or is not a JVM we own. The cgroup is read apart (cgroup).
 func (r *reader) read(c Candidate, proc procmem.Process, id identityEntry, held int, table *procmem.ProcessTable, now time.Time) (JVM, gcMark, string, error) {
-	prev, had := r.ticks[c.PID]
+	rec := r.recs.of(c.PID, proc.StartTime)
+	prev, had := rec.ticks, rec.hasTicks
 	data := readHeld(held, r.buf)
 	if data == nil {
 		var err error
@@ -42,7 +42,6 @@ func (r *reader) read(c Candidate, proc procmem.Process, id identityEntry, held 
 		}
 	}
 	r.buf = data // reused by the next read; ParseStats copies what it keeps
-	had = had && prev.start.Equal(proc.StartTime)
 	// The last read's strings (command line, flags, collector names) are
 	// reused when unchanged; Stats are never modified once read.
 	// The plan checks the file against what it learned before, so one
@@ -55,11 +54,11 @@ func (r *reader) read(c Candidate, proc procmem.Process, id identityEntry, held 
 	if err != nil {
 		return JVM{}, gcMark{}, parseFailure(err, proc.StartTime, now), err
 	}
-	mark := tickMark{start: proc.StartTime, ticks: ticks, at: now, stats: stats, plan: plan}
+	mark := tickMark{ticks: ticks, at: now, stats: stats, plan: plan}
 	if had && ticks == prev.ticks {
 		mark.at = prev.at // since when it stands still
 	}
-	r.ticks[c.PID] = mark
+	rec.ticks, rec.hasTicks = mark, true
 	if isStale(stats.StartTime, proc.StartTime, prev, had, ticks, now) {
 		return JVM{}, gcMark{}, ReasonStale, fmt.Errorf("hsperfdata of a JVM created at %v (timer %d, before %d), the process started at %v",
 			stats.StartTime, ticks, prev.ticks, proc.StartTime)
@@ -80,6 +79,7 @@ func (r *reader) read(c Candidate, proc procmem.Process, id identityEntry, held 
 				ExecutorID: id.cmd.ExecutorID,
 			},
 			NSPID:            c.NSPID,
+			YARNContainer:    id.cmd.YARNContainer,
 			Time:             now,
 			HeapUsed:         stats.HeapUsed,
 			HeapCommitted:    stats.HeapCommitted,
@@ -117,6 +117,7 @@ func (r *reader) bare(p procmem.Process, id identityEntry, table *procmem.Proces
 			Identity: Identity{PID: p.PID, Role: id.cmd.Role, AppID: id.cmd.AppID, ExecutorID: id.cmd.ExecutorID},
 			Time:     now,
 			RSSJVM:   rss.JVM, RSSPython: rss.Python, RSSOther: rss.Other,
+			YARNContainer: id.cmd.YARNContainer,
 		},
 		MainClass:    id.cmd.MainClass,
 		Xmx:          id.cmd.Xmx,
@@ -136,19 +137,6 @@ func (r *reader) cgroup(j *JVM, p procmem.Process, cgroups map[string]procmem.Cg
 	j.Cgroup, j.HasCgroup = cg, true
 	j.CgroupPath, j.CgroupLimit, j.CgroupUsage = cg.Path, cg.Limit, cg.Usage
 	return nil
-}
-
-// forget drops what is kept of the processes the table no longer knows,
-// and closes the cgroup directories of no JVM in view (kept: the JVMs not
-// read in this scan).
-func (r *reader) forget(table *procmem.ProcessTable, kept map[int]*JVM) {
-	for pid := range r.ticks {
-		if _, ok := table.Seen(pid); !ok {
-			delete(r.ticks, pid)
-		}
-	}
-	r.peaks.forget(table)
-	r.forgetCgroupFiles(table, kept)
 }
 
 // close closes the cgroup directories kept open.
@@ -171,7 +159,6 @@ func gcSeconds(s hsperf.Stats) float64 {
 // StatSampler moves it every PerfDataSamplingInterval (50 ms by default); a
 // dead JVM's file keeps it frozen.
 type tickMark struct {
-	start time.Time // process start, so a reused pid starts afresh
 	ticks int64
 	at    time.Time    // when ticks took this value
 	stats hsperf.Stats // the last read's, whose strings the next read reuses

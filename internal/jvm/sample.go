@@ -34,12 +34,34 @@ type Sample struct {
 	CgroupLimit uint64
 	CgroupUsage uint64
 
+	// YARNContainer is the YARN container the JVM runs in, empty
+	// outside YARN. Allocation is that container's memory allocation when
+	// no cgroup limit holds the JVM: then the NodeManager's polling
+	// monitor kills the container when its process tree's resident
+	// memory is over it, and it is the JVM's budget (Budget).
+	YARNContainer string
+	Allocation    uint64
+
 	// Peaks are the highest figures since the JVM was first read.
 	Peaks Peaks
 
 	// Native is the last breakdown of the JVM's memory by region; nil
 	// before the first, or when breakdowns are off.
 	Native *NativeMemory
+}
+
+// Budget is the memory the JVM's container may hold before it is killed,
+// and what of it is held now: its cgroup's limit and usage, or, under
+// YARN without a cgroup limit, its container's allocation and the process
+// tree's resident memory, which the NodeManager measures. 0 is no budget.
+func (s *Sample) Budget() (limit, used uint64) {
+	if s.CgroupLimit > 0 {
+		return s.CgroupLimit, s.CgroupUsage
+	}
+	if s.Allocation > 0 {
+		return s.Allocation, s.RSSJVM + s.RSSPython + s.RSSOther
+	}
+	return 0, 0
 }
 
 // SampleSource answers "what did this pid look like last?", and "which

@@ -137,6 +137,25 @@ func (t *Tracker) planNext(view View, now time.Time) {
 			at = t.sched.aligned(at, t.cfg.Sampling.Discovery)
 		}
 		t.sched.plan(j.PID, j.ProcessStart, at, d < t.cfg.Sampling.Discovery)
+		if t.cfg.YARN != nil && nearAllocation(j, d, t.cfg.Sampling) {
+			t.cfg.YARN.Hurry(now.Add(yarnHurryFor))
+		}
 	}
 	t.sched.keep(func(pid int) bool { return in[pid] })
+}
+
+// yarnHurryFor is how long the NodeManager is polled often after a reading
+// found a YARN container near its allocation: past the reading after, and
+// past the few seconds the NodeManager lists a container it killed.
+const yarnHurryFor = 30 * time.Second
+
+// nearAllocation: j's budget is its YARN container's allocation, and it is
+// above 75 % of it, or grows fast enough to be read again before the next
+// discovery scan.
+func nearAllocation(j *JVM, next time.Duration, c SamplingConfig) bool {
+	if j.Allocation == 0 || j.CgroupLimit > 0 {
+		return false
+	}
+	limit, used := j.Budget()
+	return float64(used) >= riskShare*float64(limit) || next < c.Discovery
 }

@@ -56,7 +56,7 @@ func BenchmarkRefresh(b *testing.B) {
 	b.Run("20-jvms", func(b *testing.B) { run(b, asIs) })
 	b.Run("20-jvms-settled", func(b *testing.B) { settled(b, asIs) })
 	b.Run("20-jvms-settled-cgroup-reread", func(b *testing.B) {
-		settled(b, func(t *Tracker) { clear(t.read.cgFiles.byPID) })
+		settled(b, func(t *Tracker) { clear(t.recs) })
 	})
 	b.Run("20-jvms-plus-500-processes", func(b *testing.B) {
 		testenv.StartSleepers(b, 500)

@@ -102,7 +102,8 @@ func (t *Tracker) scan(all bool) (view View, made bool, err error) {
 	view.Ended = t.keepEnded(gone, view.JVMs, now)
 
 	t.found.ids.forget(table)
-	t.read.forget(table, kept)
+	t.recs.forget(table)
+	t.read.closeUnusedCgroups(kept)
 	for k, at := range t.loggedAt {
 		if now.Sub(at) > logEvery {
 			delete(t.loggedAt, k)
@@ -154,7 +155,7 @@ func (t *Tracker) readJVM(c Candidate, table *procmem.ProcessTable, cgroups map[
 		j.Native = t.native.get(c.PID, proc.StartTime)
 	}
 	t.readCgroup(&j, c, proc, cgroups, now)
-	t.read.peaks.update(&j, proc.StartTime, now)
+	t.read.updatePeaks(&j, proc.StartTime, now)
 	t.ends.observe(&c, proc, id.euid, t.found.root(c.PID), &j, mark, now)
 	return j, "", nil
 }
@@ -165,6 +166,9 @@ func (t *Tracker) readCgroup(j *JVM, c Candidate, p procmem.Process, cgroups map
 	if err := t.read.cgroup(j, p, cgroups, now); err != nil && !isGone(err) {
 		t.countError(ReasonCgroup)
 		t.logFailure(c, ReasonCgroup, err, now)
+	}
+	if t.cfg.YARN != nil && j.YARNContainer != "" && j.CgroupLimit == 0 {
+		j.Allocation, _ = t.cfg.YARN.Allocation(j.YARNContainer)
 	}
 }
 
@@ -231,7 +235,7 @@ func (t *Tracker) readBare(p procmem.Process, table *procmem.ProcessTable, cgrou
 		return JVM{}, reason, err
 	}
 	t.readCgroup(&j, Candidate{PID: p.PID}, p, cgroups, now)
-	t.read.peaks.update(&j, p.StartTime, now)
+	t.read.updatePeaks(&j, p.StartTime, now)
 	t.ends.observe(nil, p, id.euid, t.found.root(p.PID), &j, gcMark{}, now)
 	return j, "", nil
 }

@@ -67,8 +67,8 @@ func (c SamplingConfig) normalized() SamplingConfig {
 // last reading of the same process (nil for a first one).
 func (c SamplingConfig) interval(prev, cur *JVM) time.Duration {
 	d := c.Slowest
-	if limit := cur.CgroupLimit; limit > 0 {
-		usage := min(cur.CgroupUsage, limit)
+	if limit, used := cur.Budget(); limit > 0 {
+		usage := min(used, limit)
 		share := float64(usage) / float64(limit)
 		if share >= nearShare {
 			return c.Fastest
@@ -78,9 +78,9 @@ func (c SamplingConfig) interval(prev, cur *JVM) time.Duration {
 		}
 		headroom := limit - usage
 		d = min(d, c.atLeastFastest(seconds(float64(headroom)/designLeakRate/2)))
-		if prev != nil && usage > prev.CgroupUsage {
+		if _, prevUsed := prev.budget(); prev != nil && usage > prevUsed {
 			if dt := cur.Time.Sub(prev.Time).Seconds(); dt > 0 {
-				rate := float64(usage-prev.CgroupUsage) / dt
+				rate := float64(usage-prevUsed) / dt
 				d = min(d, c.atLeastFastest(seconds(float64(headroom)/rate/2)))
 			}
 		}
@@ -102,6 +102,14 @@ func (c SamplingConfig) interval(prev, cur *JVM) time.Duration {
 		d = min(d, c.AtRisk)
 	}
 	return d
+}
+
+// budget is j's Budget, nothing for nil.
+func (j *JVM) budget() (limit, used uint64) {
+	if j == nil {
+		return 0, 0
+	}
+	return j.Budget()
 }
 
 // growthBytes is how much a process tree without a limit of its own grows
@@ -146,24 +154,23 @@ func oldShare(s *hsperf.Stats) float64 {
 	return float64(used) / float64(most)
 }
 
-// schedule holds when each JVM is next due. Not safe for concurrent use:
-// the tracker's scans own it.
+// schedule says when each JVM is next due, in the JVM's record. Not safe
+// for concurrent use: the tracker's scans own it.
 type schedule struct {
-	next map[int]plannedRead
+	recs records
 	// epoch is where the grids of aligned and nextScan start.
 	epoch time.Time
 }
 
 type plannedRead struct {
-	start time.Time // the process's start: a reused pid is due at once
-	at    time.Time
+	at time.Time
 	// soon: due sooner than the next discovery scan would come. The
 	// others wait for that scan, so that one scan reads many JVMs: a
 	// scan's listing and discovery cost more than one JVM's read.
 	soon bool
 }
 
-func newSchedule() *schedule { return &schedule{next: map[int]plannedRead{}, epoch: time.Now()} }
+func newSchedule(recs records) *schedule { return &schedule{recs: recs, epoch: time.Now()} }
 
 // aligned moves at back to the grid of step: JVMs read as often fall due
 // together, so that one scan reads them all and the scans between them
@@ -188,30 +195,32 @@ func (s *schedule) nextScan(now time.Time, step time.Duration) time.Time {
 
 // due: pid, started at start, has never been read, or its time has come.
 func (s *schedule) due(pid int, start, now time.Time) bool {
-	p, ok := s.next[pid]
-	return !ok || !p.start.Equal(start) || !now.Before(p.at)
+	r, ok := s.recs.get(pid, start)
+	return !ok || !r.hasPlan || !now.Before(r.plan.at)
 }
 
 func (s *schedule) plan(pid int, start, at time.Time, soon bool) {
-	s.next[pid] = plannedRead{start: start, at: at, soon: soon}
+	r := s.recs.of(pid, start)
+	r.plan, r.hasPlan = plannedRead{at: at, soon: soon}, true
 }
 
 // earliest is when the first JVM due sooner than the next discovery scan
 // is due; ok is false when none is.
 func (s *schedule) earliest() (first time.Time, ok bool) {
-	for _, p := range s.next {
-		if p.soon && (!ok || p.at.Before(first)) {
-			first, ok = p.at, true
+	for _, r := range s.recs {
+		if r.hasPlan && r.plan.soon && (!ok || r.plan.at.Before(first)) {
+			first, ok = r.plan.at, true
 		}
 	}
 	return first, ok
 }
 
-// keep forgets the JVMs for which alive is false.
+// keep drops the plans of the JVMs for which alive is false: they are
+// due as soon as they are seen again.
 func (s *schedule) keep(alive func(pid int) bool) {
-	for pid := range s.next {
+	for pid, r := range s.recs {
 		if !alive(pid) {
-			delete(s.next, pid)
+			r.hasPlan = false
 		}
 	}
 }

@@ -113,7 +113,7 @@ func TestSamplingNormalized(t *testing.T) {
 }
 
 func TestScheduleDue(t *testing.T) {
-	s := newSchedule()
+	s := newSchedule(records{})
 	t0 := time.Unix(1_800_000_000, 0)
 	start := t0.Add(-time.Hour)
 	if !s.due(1, start, t0) {
@@ -132,15 +132,15 @@ func TestScheduleDue(t *testing.T) {
 		t.Errorf("earliest = %v, want the JVM due sooner than discovery", got)
 	}
 	s.keep(func(pid int) bool { return pid == 2 })
-	if _, ok := s.next[1]; ok || len(s.next) != 1 {
-		t.Errorf("keep: %v", s.next)
+	if !s.due(1, start, t0) || !s.due(3, start, t0) || s.due(2, start, t0) {
+		t.Error("keep: the plans of the JVMs not kept stand, or the one kept is gone")
 	}
 }
 
 // Due times move back onto the grid of their interval, never later, and
 // discovery scans stay on theirs: JVMs read as often are read together.
 func TestScheduleGrid(t *testing.T) {
-	s := newSchedule()
+	s := newSchedule(records{})
 	e := s.epoch
 	for _, tc := range []struct {
 		at, step, want time.Duration
@@ -166,5 +166,48 @@ func TestScheduleGrid(t *testing.T) {
 		if got := s.nextScan(e.Add(tc.now), 5*time.Second).Sub(e); got != tc.want {
 			t.Errorf("nextScan(epoch+%v) = epoch+%v, want epoch+%v", tc.now, got, tc.want)
 		}
+	}
+}
+
+// Under YARN without a cgroup limit the container's allocation is the
+// budget, and the process tree's resident memory what fills it: the
+// same risk rules, and the NodeManager polled often near it.
+func TestIntervalOfAYARNContainer(t *testing.T) {
+	cfg := DefaultSampling.normalized()
+	t0 := time.Unix(1_800_000_000, 0)
+	yarn := func(rss, allocation uint64) *JVM {
+		j := reading(t0, 0, 0)
+		j.RSSJVM, j.Allocation, j.YARNContainer = rss, allocation, "container_1700000000000_0042_01_000002"
+		return j
+	}
+	for _, tc := range []struct {
+		name string
+		cur  *JVM
+		want time.Duration
+		near bool
+	}{
+		{"above 90 % of its allocation", yarn(3800*mib, 4096*mib), time.Second, true},
+		{"above 75 %", yarn(3200*mib, 4096*mib), 5 * time.Second, true},
+		{"far from it: the headroom", yarn(1600*mib, 4096*mib), 19500 * time.Millisecond, false},
+		{"no allocation known", yarn(3800*mib, 0), 30 * time.Second, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := cfg.interval(nil, tc.cur)
+			if got != tc.want {
+				t.Errorf("interval = %v, want %v", got, tc.want)
+			}
+			if near := nearAllocation(tc.cur, got, cfg); near != tc.near {
+				t.Errorf("nearAllocation = %v, want %v", near, tc.near)
+			}
+		})
+	}
+	// A cgroup limit, where there is one, is the budget.
+	limited := yarn(3800*mib, 4096*mib)
+	limited.CgroupLimit, limited.CgroupUsage = 8192*mib, 1000*mib
+	if limit, used := limited.Budget(); limit != 8192*mib || used != 1000*mib {
+		t.Errorf("Budget with a cgroup limit = %d, %d", limit, used)
+	}
+	if nearAllocation(limited, time.Second, cfg) {
+		t.Error("a JVM with a cgroup limit hurries the NodeManager")
 	}
 }

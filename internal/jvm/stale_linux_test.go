@@ -13,7 +13,7 @@ func TestIsStale(t *testing.T) {
 	start := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	now := start.Add(time.Hour)
 	seen := func(ticks int64, ago time.Duration) tickMark {
-		return tickMark{start: start, ticks: ticks, at: now.Add(-ago)}
+		return tickMark{ticks: ticks, at: now.Add(-ago)}
 	}
 	tests := []struct {
 		name    string
@@ -52,15 +52,16 @@ func TestTrackerTimerMoves(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustRefresh(t, tr)
-	first, ok := tr.read.ticks[j.PID]
-	if !ok || first.ticks <= 0 {
-		t.Fatalf("no timer read for JVM %d: %+v", j.PID, first)
+	rec, ok := tr.recs[j.PID]
+	if !ok || !rec.hasTicks || rec.ticks.ticks <= 0 {
+		t.Fatalf("no timer read for JVM %d: %+v", j.PID, rec)
 	}
+	first := rec.ticks
 	time.Sleep(300 * time.Millisecond)
 	if _, ok := findJVM(mustRefresh(t, tr), j.PID); !ok {
 		t.Fatalf("JVM %d missing on the second scan", j.PID)
 	}
-	if second := tr.read.ticks[j.PID]; second.ticks <= first.ticks {
+	if second := tr.recs[j.PID].ticks; second.ticks <= first.ticks {
 		t.Errorf("timer of a live JVM did not move in 300ms: %d then %d", first.ticks, second.ticks)
 	}
 }

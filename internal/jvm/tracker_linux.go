@@ -62,6 +62,17 @@ type Config struct {
 	// in a loop of its own beside background sampling; a zero MaxAge
 	// turns it off.
 	Native NativeConfig
+	// YARN gives the allocation of a JVM's YARN container; nil off YARN.
+	YARN YARNSource
+}
+
+// YARNSource is what the tracker asks of YARN's NodeManager: a container's
+// memory allocation, and to poll it often while a container is near its
+// allocation, so that the NodeManager's verdict on a kill is seen before
+// it drops the container. It answers from what it holds, never waiting.
+type YARNSource interface {
+	Allocation(containerID string) (uint64, bool)
+	Hurry(until time.Time)
 }
 
 // JVM is everything read about one JVM in one refresh.
@@ -108,6 +119,7 @@ type Tracker struct {
 	// process), finds the JVMs among them (found), reads those that are
 	// due (read, when sched says), and notices the ones that ended (ends).
 	procs *procmem.ProcessWatch // made by the first scan
+	recs  records               // what the scans keep of each JVM (record_linux.go)
 	found *discovery
 	read  *reader
 	ends  *ends
@@ -140,14 +152,16 @@ func NewTracker(cfg Config, logger log.Logger) (*Tracker, error) {
 		return nil, errors.New("max processes must be positive")
 	}
 	cfg.Sampling = cfg.Sampling.normalized()
+	recs := records{}
 	t := &Tracker{
 		cfg:        cfg,
 		logger:     logger,
 		found:      newDiscovery(cfg.ProcFS),
-		read:       newReader(cfg.ProcFS, cfg.SysFS),
+		recs:       recs,
+		read:       newReader(cfg.ProcFS, cfg.SysFS, recs),
 		ends:       newEnds(cfg.ProcFS),
 		ended:      map[int]endedJVM{},
-		sched:      newSchedule(),
+		sched:      newSchedule(recs),
 		loggedAt:   map[string]time.Time{},
 		samples:    map[int]Sample{},
 		errors:     map[string]uint64{},

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/executor-exporter/executor_exporter/internal/nativemem"
-	"github.com/executor-exporter/executor_exporter/internal/procmem"
 )
 
 // residentPeakBackstop is the longest a JVM's VmHWM goes unread. Between,
@@ -18,14 +17,8 @@ import (
 // ends.
 const residentPeakBackstop = 5 * time.Minute
 
-// peakKeeper carries each JVM's peaks from read to read.
-type peakKeeper struct {
-	status *procmem.PeakReader
-	byPID  map[int]*peakMark
-}
-
+// peakMark carries a JVM's peaks from read to read, in its record.
 type peakMark struct {
-	start    time.Time // the process's start: a reused pid starts afresh
 	peaks    Peaks
 	statusAt time.Time // when VmHWM was last read; zero before the first read
 	// The container's peak as the reading that last read VmHWM saw it,
@@ -34,23 +27,13 @@ type peakMark struct {
 	hasContainer bool
 }
 
-func newPeakKeeper(procPath string) *peakKeeper {
-	return &peakKeeper{status: procmem.NewPeakReader(procPath), byPID: map[int]*peakMark{}}
-}
-
-// close closes what the status reads keep open.
-
 // update sets j.Peaks to the peaks so far, this read's included.
-func (k *peakKeeper) update(j *JVM, start time.Time, now time.Time) {
-	m := k.byPID[j.PID]
-	if m == nil || !m.start.Equal(start) {
-		m = &peakMark{start: start}
-		k.byPID[j.PID] = m
-	}
+func (r *reader) updatePeaks(j *JVM, start time.Time, now time.Time) {
+	m := &r.recs.of(j.PID, start).peaks
 	read := readPeaks(j)
 	hasContainer := j.HasCgroup && j.Cgroup.HasPeak
 	if m.statusDue(read.Resident, read.Container, hasContainer, now) {
-		if hwm, ok := k.residentPeak(j.PID); ok {
+		if hwm, ok := r.residentPeak(j.PID); ok {
 			read.Resident = max(read.Resident, hwm)
 			m.statusAt, m.container, m.hasContainer = now, read.Container, hasContainer
 		}
@@ -91,25 +74,16 @@ const peakMoveBytes = 8 << 20
 
 // residentPeak reads the process's VmHWM; a process gone or a kernel
 // without the field leaves the sampled figure.
-func (k *peakKeeper) residentPeak(pid int) (uint64, bool) {
-	hwm, err := k.status.ResidentPeak(pid)
+func (r *reader) residentPeak(pid int) (uint64, bool) {
+	hwm, err := r.status.ResidentPeak(pid)
 	if err != nil || hwm == 0 {
 		return 0, false
 	}
 	return hwm, true
 }
 
-// forget drops the processes the table no longer knows.
-func (k *peakKeeper) forget(table *procmem.ProcessTable) {
-	for pid, m := range k.byPID {
-		if p, ok := table.Seen(pid); !ok || !p.StartTime.Equal(m.start) {
-			delete(k.byPID, pid)
-		}
-	}
-}
-
 // readPeaks is what one read of a JVM shows of its peaks, but for the
-// kernel's resident peak, which is read apart (peakKeeper), and the heap's
+// kernel's resident peak, which is read apart (updatePeaks), and the heap's
 // live data, which needs the previous read (heapLive): the reader leaves
 // it in j.Peaks.HeapLive.
 func readPeaks(j *JVM) Peaks {

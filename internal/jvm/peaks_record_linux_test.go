@@ -11,7 +11,7 @@ import (
 	"github.com/executor-exporter/executor_exporter/internal/procmem"
 )
 
-// peakReading is one reading of a JVM handed to peakKeeper.update, and the
+// peakReading is one reading of a JVM handed to reader.updatePeaks, and the
 // VmHWM its fake /proc/<pid>/status shows at that moment.
 type peakReading struct {
 	after     time.Duration // since the first reading
@@ -77,7 +77,7 @@ func TestPeakKeeperReadsVmHWMOnlyWhenItCanHaveMoved(t *testing.T) {
 			if err := os.Mkdir(filepath.Join(dir, strconv.Itoa(pid)), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			k := newPeakKeeper(dir)
+			k := newReader(dir, "/sys", records{})
 			t0 := time.Unix(1_800_000_000, 0)
 			start := t0.Add(-time.Hour)
 			for i, r := range tc.readings {
@@ -89,7 +89,7 @@ func TestPeakKeeperReadsVmHWMOnlyWhenItCanHaveMoved(t *testing.T) {
 				if r.container > 0 {
 					j.Cgroup, j.HasCgroup = procmem.CgroupMemory{Peak: r.container, HasPeak: true}, true
 				}
-				k.update(&j, start, t0.Add(r.after))
+				k.updatePeaks(&j, start, t0.Add(r.after))
 				if j.Peaks.Resident != r.want {
 					t.Errorf("reading %d (after %v): resident peak %d MiB, want %d MiB (VmHWM %d MiB)",
 						i, r.after, j.Peaks.Resident/mib, r.want/mib, r.hwm/mib)
