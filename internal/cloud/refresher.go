@@ -207,7 +207,7 @@ func (r *Refresher) refreshLoop(ctx context.Context, firstRefresh chan<- struct{
 			}
 			level.Warn(r.logger).Log("msg", "Cloud metadata refresh failed", "retry_in", min(retry, wait), "err", err)
 			wait = min(retry, wait)
-			retry *= 2
+			retry = min(2*retry, r.cfg.RefreshInterval)
 		} else {
 			retry = minRetry
 		}
