@@ -111,7 +111,10 @@ func yarnSeen(d Death, file, heap string) (Verdict, bool) {
 				what = "NodeManager exit status -104: its cgroup was under OOM (strict and elastic control)"
 			}
 			return y.pmem(what, file, heap), true
-		case s.Kill == YARNKillElastic || (s.Kill == YARNKillSignal && y.Elastic):
+		// The elastic handler SIGKILLs the container's processes itself,
+		// not through a kill request: exit 137 and "Killed by external
+		// signal" (the parser leaves out the NodeManager's own kills).
+		case s.Kill == YARNKillElastic || (s.Kill == YARNKillSignal && y.Elastic && s.ExitStatus == 137):
 			return Verdict{Reason: ReasonYARNElastic, Evidence: fmt.Sprintf("NodeManager exit status %d, killed by an external signal under elastic memory control: "+
 				"its OOM handler SIGKILLed the container when the containers' cgroup ran out; %s; %s", s.ExitStatus, y.usage(), file), Advice: elasticAdvice}, true
 		}

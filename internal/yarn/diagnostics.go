@@ -13,7 +13,7 @@ const (
 	KillPmem    = "pmem"    // over the physical memory limit (the tree's RSS)
 	KillVmem    = "vmem"    // over the virtual memory limit (the tree's address space)
 	KillElastic = "elastic" // SIGKILLed by the elastic cgroups OOM handler, or under OOM with strict+elastic control
-	KillSignal  = "signal"  // "Killed by external signal" with no memory sentence: someone else's signal
+	KillSignal  = "signal"  // "Killed by external signal", not on the NodeManager's request: the elastic OOM handler's or someone else's signal
 )
 
 // Kill is what a container's diagnostics say about how it was killed.
@@ -48,6 +48,10 @@ var (
 const (
 	externalSignal = "Killed by external signal"
 	elasticHandler = "killed by elastic cgroups OOM handler"
+	// The NodeManager writes this when it stopped the container itself (a
+	// release, a preemption, the application's end): the signal that
+	// followed was its own.
+	killedOnRequest = "Container killed on request"
 )
 
 // maxDiagnosticsScan bounds the text searched: the sentence that matters
@@ -86,7 +90,7 @@ func ParseDiagnostics(s string) Kill {
 	if strings.Contains(s, elasticHandler) {
 		return Kill{Kind: KillElastic}
 	}
-	if strings.Contains(s, externalSignal) {
+	if strings.Contains(s, externalSignal) && !strings.Contains(s, killedOnRequest) {
 		return Kill{Kind: KillSignal}
 	}
 	return Kill{}

@@ -61,7 +61,7 @@ func FuzzParseOne(f *testing.F) {
 }
 
 func FuzzParseDiagnostics(f *testing.F) {
-	for _, name := range []string{"diag-pmem-hadoop2.txt", "diag-vmem-hadoop2.txt", "diag-vmem-hadoop3.txt", "diag-elastic.txt", "diag-under-oom.txt"} {
+	for _, name := range []string{"diag-pmem-hadoop2.txt", "diag-vmem-hadoop2.txt", "diag-vmem-hadoop3.txt", "diag-elastic.txt", "diag-under-oom.txt", "diag-killed-on-request.txt"} {
 		f.Add(string(fixture(f, name)))
 	}
 	f.Fuzz(func(t *testing.T, s string) {

@@ -212,6 +212,7 @@ func TestParseDiagnostics(t *testing.T) {
 			Over: 52428800, PmemUsed: b(980.3, 1<<20), PmemLimit: gib, VmemUsed: b(2.2, gib), VmemLimit: b(2.1, gib)}},
 		{"elastic", string(fixture(t, "diag-elastic.txt")), Kill{Kind: KillSignal}},
 		{"under oom", string(fixture(t, "diag-under-oom.txt")), Kill{Kind: KillElastic, ContainerID: "container_1700000000000_0042_01_000009"}},
+		{"killed on request", string(fixture(t, "diag-killed-on-request.txt")), Kill{}},
 		{"release", "Container killed by the ApplicationMaster.\nContainer killed on request. Exit code is 143", Kill{}},
 		{"empty", "", Kill{}},
 	} {

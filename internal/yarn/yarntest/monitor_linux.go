@@ -35,6 +35,9 @@ type Monitor struct {
 	VmemRatio float64       // 2.1 by default
 	PmemCheck bool
 	VmemCheck bool
+	// Strict is cgroup enforcement (strict or elastic): Hadoop 3.2+ then
+	// switches the polling check off, and the passes only measure.
+	Strict bool
 
 	mu      sync.Mutex
 	watched map[string]*watched
@@ -133,6 +136,7 @@ func (m *Monitor) Pass() {
 		w.LastRSS, w.LastVsize = rss, vsize
 		vlimit := uint64(float64(w.limit) * m.VmemRatio)
 		switch {
+		case m.Strict:
 		case m.VmemCheck && over(vsize, agedVsize, vlimit):
 			m.kill(id, w, ExitKilledVmem, "virtual", vsize-vlimit, rss, vsize, vlimit)
 		case m.PmemCheck && over(rss, agedRSS, w.limit):

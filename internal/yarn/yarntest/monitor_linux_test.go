@@ -169,3 +169,43 @@ func checkLaunch(t *testing.T, pid int, id string, l yarntest.ContainerLaunch) {
 		t.Errorf("launch: cwd %q, environ has CONTAINER_ID %v, cmdline %q", cwd, strings.Contains(string(env), "CONTAINER_ID="+id), cmdline)
 	}
 }
+
+// Strict cgroup enforcement: the container's cgroup limit is its
+// allocation, the polling check is off, and the kernel kills. The
+// NodeManager then reports exit 137 "Killed by external signal", which is
+// no NodeManager kill: the exporter's kernel OOM attribution decides.
+func TestStrictCgroupKernelKill(t *testing.T) {
+	testjvm.RequireJava(t)
+	const id = "container_1700000000000_0042_01_000008"
+	cg := testenv.NewMemoryCgroup(t, 256<<20)
+	srv := yarntest.NewServer()
+	defer srv.Close()
+	l, err := yarntest.Launch(t.TempDir(), "yarn", app, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := testjvm.Start(t, testjvm.Options{Cgroup: cg.Procs(), Prelude: l.Prelude,
+		JVMArgs: append(l.JVMArgs, "-Xmx64m", "-XX:MaxDirectMemorySize=2g", "-XX:+UseSerialGC"),
+		Args:    []string{"--leak", "--kind", "direct-large", "--target-mb", "1024", "--rate-mb-s", "64", "--step-mb", "4"}})
+	m := yarntest.NewMonitor(srv)
+	m.Interval, m.Strict = 200*time.Millisecond, true
+	// An allocation under the cgroup's limit: a polling check, were it
+	// on, would kill before the kernel.
+	m.Watch(id, j.PID, 128)
+	m.Start()
+	defer m.Stop()
+	if code := j.ExitCode(t, 60*time.Second); code != 137 {
+		t.Fatalf("JVM exit %d, want 137 (the kernel's SIGKILL)", code)
+	}
+	if n := cg.OOMKills(t); n == 0 {
+		t.Fatal("no OOM kill in the container's cgroup")
+	}
+	if c := listed(t, srv, id); c.State != "RUNNING" {
+		t.Fatalf("the monitor judged a strict container: %+v", c)
+	}
+	srv.Exited(id, 137)
+	c := listed(t, srv, id)
+	if k := yarn.ParseDiagnostics(c.Diagnostics); c.ExitCode != 137 || k.Kind != yarn.KillSignal {
+		t.Errorf("after the kernel's kill: exit %d, parsed %+v", c.ExitCode, k)
+	}
+}

@@ -7,6 +7,7 @@ package yarntest
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -129,6 +130,21 @@ func (s *Server) Finish(id string, exitCode int, diagnostics string) {
 			c.State, c.ExitCode, c.Diagnostics, c.finishedAt = "COMPLETE", exitCode, diagnostics, time.Now()
 		}
 	}
+}
+
+// Exited completes a container whose process ended by itself with code, as
+// the NodeManager reports it; a signal's end (137, 143) that the
+// NodeManager did not send says "Killed by external signal": a kernel OOM
+// kill in a strict cgroup, or the elastic OOM handler's SIGKILL.
+func (s *Server) Exited(id string, code int) {
+	diag := fmt.Sprintf("[2024-01-01 00:00:00.000]Exception from container-launch.\nContainer id: %s\nExit code: %d\n\n[2024-01-01 00:00:00.001]Container exited with a non-zero exit code %d. \n", id, code, code)
+	if code == 137 || code == 143 {
+		diag += "[2024-01-01 00:00:00.001]Killed by external signal\n"
+	}
+	if code == 0 {
+		diag = ""
+	}
+	s.Finish(id, code, diag)
 }
 
 // Release is the ApplicationMaster's stop request (Spark's dynamic
