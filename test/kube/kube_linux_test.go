@@ -59,6 +59,9 @@ func TestExporterAgainstAPIServer(t *testing.T) {
 		t.FailNow()
 	}
 	token := c.ServiceAccountToken(t, exporterNS, exporterSA)
+	// An exporter told a node name the cluster does not have: every
+	// lookup fails (404), for the whole test.
+	lost := c.startExporter(t, "exporter-unknown-node", token, append([]string{"--kubernetes.node-name=node-unknown"}, exporterArgs[1:]...)...)
 	t.Run("rbac", func(t *testing.T) { checkRBAC(t, c, token) })
 	if _, err := os.Stat(filepath.Join(testenv.RepoRoot(), helmChart)); err == nil {
 		t.Run("helm", func(t *testing.T) {
@@ -98,6 +101,12 @@ func TestExporterAgainstAPIServer(t *testing.T) {
 	wantA := map[string]string{"namespace": "spark", "pod": "exec-a", "container": "spark-kubernetes-executor",
 		"uid": podA.uid, "container_id": "containerd://" + podA.containerID, "label_team": "data"}
 	var s map[string][]series
+	defer func() {
+		if t.Failed() {
+			t.Logf("the exporter's last scrape:\ninstance_info %v\nnode_labels %v\njvm_info %v",
+				s["executor_instance_info"], s["executor_node_labels"], s["executor_jvm_info"])
+		}
+	}()
 	testenv.WaitFor(t, 90*time.Second, "the node's labels and node-a's pod on the exporter's series", func() bool {
 		s = e.scrape(t)
 		_, info := find(s, "executor_instance_info", wantInfo)
@@ -120,6 +129,35 @@ func TestExporterAgainstAPIServer(t *testing.T) {
 
 	t.Run("forbidden", func(t *testing.T) { checkForbidden(t, c, jvmA.PID) })
 	t.Run("apiserver restart", func(t *testing.T) { checkRestart(t, c, e, jvmA.PID, wantA) })
+	t.Run("failing lookups keep their pace", func(t *testing.T) { checkRetryPace(t, lost) })
+}
+
+// checkRetryPace reads the failed refreshes of an exporter whose node the
+// cluster does not have: however many fail in a row, they stay
+// --cloud.refresh-interval (1s) apart. The retry's doubling must stop
+// there; past about 29 doublings it would overflow and the exporter would
+// ask the API server without pause.
+func checkRetryPace(t *testing.T, e *exporter) {
+	const n = 35
+	var times []time.Time
+	testenv.WaitFor(t, 3*time.Minute, strconv.Itoa(n)+" failed refreshes", func() bool {
+		times = times[:0]
+		for _, line := range strings.Split(e.proc.Output(), "\n") {
+			if !strings.Contains(line, `msg="Cloud metadata refresh failed"`) || !strings.Contains(line, "HTTP 404") {
+				continue
+			}
+			ts, _, _ := strings.Cut(strings.TrimPrefix(line, "ts="), " ")
+			if tm, err := time.Parse(time.RFC3339Nano, ts); err == nil {
+				times = append(times, tm)
+			}
+		}
+		return len(times) >= n
+	})
+	for i := 1; i < len(times); i++ {
+		if gap := times[i].Sub(times[i-1]); gap < 500*time.Millisecond {
+			t.Fatalf("failed refreshes %d and %d only %v apart, want about 1s (--cloud.refresh-interval)", i, i+1, gap)
+		}
+	}
 }
 
 // checkRBAC asks the API server what the exporter's ServiceAccount may do
