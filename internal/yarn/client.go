@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"strconv"
-	"syscall"
 	"time"
 )
 
@@ -52,20 +51,12 @@ func KindOf(err error) string {
 	return classify(err)
 }
 
+// classify sorts a failed request: a timeout, or else nothing answered
+// (refused, reset, unreachable, no such host, a connection cut short).
 func classify(err error) string {
 	var ne net.Error
-	switch {
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded):
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
 		return ErrTimeout
-	case errors.As(err, &ne) && ne.Timeout():
-		return ErrTimeout
-	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
-		return ErrDown
-	}
-	var op *net.OpError
-	var dns *net.DNSError
-	if errors.As(err, &op) || errors.As(err, &dns) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-		return ErrDown
 	}
 	return ErrDown
 }
