@@ -46,7 +46,15 @@ HELM_VERSION ?= v4.3.1
 HELM_DIR := $(TOOLS_DIR)/helm-$(HELM_VERSION)
 HELM     := $(HELM_DIR)/helm
 
-.PHONY: all build run test test-unit test-vm test-deps check-metrics fmt vet lint fuzz mixin mixin-check prometheus3 helm scenarios fleet demo clean
+# An OpenTelemetry Collector with the prometheus receiver and the OTLP/HTTP
+# exporter, for test/otel: built by the OpenTelemetry Collector Builder from
+# test/otel/builder.yaml (every component at the builder's version) into the
+# cache, once per version and manifest; about 6 minutes cold.
+OTELCOL_VERSION ?= v0.165.0
+OTELCOL_DIR := $(TOOLS_DIR)/otelcol-$(OTELCOL_VERSION)-$(shell sha256sum test/otel/builder.yaml 2>/dev/null | cut -c1-12)
+OTELCOL     := $(OTELCOL_DIR)/build/otelcol-executor
+
+.PHONY: all build run test test-unit test-vm test-deps check-metrics fmt vet lint fuzz mixin mixin-check prometheus3 helm otelcol scenarios fleet demo clean
 
 all: fmt vet build test
 
@@ -60,9 +68,9 @@ run: build
 # Everything CI checks: Debian test dependencies, formatting, vet, the
 # mixin's generated files and rule tests, and every Go test (unit, fuzz
 # seeds, real JVMs, real OOM kill, real Prometheus + Alertmanager) with -race.
-test: test-deps fmt-check vet build prometheus3 helm mixin-check
+test: test-deps fmt-check vet build prometheus3 helm otelcol mixin-check
 	mkdir -p $(ARTIFACTS)
-	EXPORTER_BIN=$(PREFIX)/$(BIN) PROMETHEUS3=$(PROMETHEUS3) HELM=$(HELM) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -artifacts -outputdir $(ARTIFACTS) ./...
+	EXPORTER_BIN=$(PREFIX)/$(BIN) PROMETHEUS3=$(PROMETHEUS3) HELM=$(HELM) OTELCOL=$(OTELCOL) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -artifacts -outputdir $(ARTIFACTS) ./...
 
 # Unit tests only: no binary, no root, no packages to install.
 test-unit:
@@ -131,6 +139,14 @@ helm: $(HELM)
 
 $(HELM):
 	GOBIN=$(HELM_DIR) GOFLAGS=-mod=mod $(GO) install helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)
+
+otelcol: $(OTELCOL)
+
+# The builder writes its own Go module (go.mod, sources) beside the binary,
+# in the cache: the repository's go.mod is untouched.
+$(OTELCOL):
+	GOBIN=$(OTELCOL_DIR) GOFLAGS=-mod=mod $(GO) install go.opentelemetry.io/collector/cmd/builder@$(OTELCOL_VERSION)
+	cd $(OTELCOL_DIR) && nice -n 10 ./builder --config=$(PREFIX)/test/otel/builder.yaml
 
 # The alert scenarios (test/e2e/scenarios_test.go): real JVMs in memory
 # cgroups, the exporter, Prometheus 3 with the shipped rules, Alertmanager;
