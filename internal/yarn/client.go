@@ -103,21 +103,26 @@ func get(ctx context.Context, client *http.Client, url string) ([]byte, error) {
 	req.Header.Set("Accept", "application/json")
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, &requestError{classify(err), fmt.Errorf("GET %s: %w", url, err)}
+		return nil, &requestError{classify(err), fmt.Errorf("GET %s: %w", req.URL.Redacted(), err)}
 	}
-	defer resp.Body.Close()
+	// A read-only body's Close error says nothing the read did not.
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		// Drain a little so the connection can be reused, but no more.
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+	}
 	if resp.StatusCode == http.StatusUnauthorized && resp.Header.Get("WWW-Authenticate") == "Negotiate" {
-		return nil, &requestError{ErrKerberosKind, fmt.Errorf("GET %s: %w", url, ErrKerberos)}
+		return nil, &requestError{ErrKerberosKind, fmt.Errorf("GET %s: %w", req.URL.Redacted(), ErrKerberos)}
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, &requestError{statusKind(resp.StatusCode), fmt.Errorf("GET %s: HTTP %d", url, resp.StatusCode)}
+		return nil, &requestError{statusKind(resp.StatusCode), fmt.Errorf("GET %s: HTTP %d", req.URL.Redacted(), resp.StatusCode)}
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxBodyBytes+1))
 	if err != nil {
-		return nil, &requestError{classify(err), fmt.Errorf("GET %s: %w", url, err)}
+		return nil, &requestError{classify(err), fmt.Errorf("GET %s: %w", req.URL.Redacted(), err)}
 	}
 	if len(data) > MaxBodyBytes {
-		return nil, &requestError{ErrTooLarge, fmt.Errorf("GET %s: body larger than %d bytes", url, MaxBodyBytes)}
+		return nil, &requestError{ErrTooLarge, fmt.Errorf("GET %s: body larger than %d bytes", req.URL.Redacted(), MaxBodyBytes)}
 	}
 	return data, nil
 }
