@@ -56,6 +56,45 @@
     },
   ],
 
+  // The time to limit (ExecutorOverheadBudgetExhaustionPredicted), recorded
+  // after memoryRecords, in the same group: what the overhead budget must
+  // hold, the non-heap memory (the PySpark workers included) and the
+  // container's tmpfs pages, which the kernel cannot reclaim and the
+  // process need not map; its running peak, which only new highs move (a
+  // GC cycle, or the heap committing more and the non-heap recovering from
+  // it, moves it not at all); and the seconds until the budget is full at
+  // the peak's rate over budgetTrendWindow, for executors whose peak rises.
+  // Page cache is in neither.
+  local used = 'executor:memory_overhead_used:bytes{%s}' % sel,
+  local peakRecord = 'executor:memory_overhead_used:max%s' % c.budgetTrendPeakWindow,
+  local peak = '%s{%s}' % [peakRecord, sel],
+  local secondsLeft = 'executor:memory_overhead_budget_exhaustion:seconds{%s}' % sel,
+  local trendRate = 'deriv(%s[%s])' % [peak, c.budgetTrendWindow],
+  local trendMinAge = std.parseInt(std.rstripChars(c.budgetTrendMinAge, 'm')) * 60,
+  local trendRecords = [
+    {
+      record: 'executor:memory_overhead_used:bytes',
+      expr: |||
+        (
+          %(nonHeap)s + sum without(kind) (executor_container_memory_bytes{%(sel)s, kind="shmem"})
+          or
+          %(nonHeap)s
+        )
+        and on(%(cluster)s, instance, pid)
+        time() - executor_jvm_start_time_seconds{%(sel)s} > %(minAge)d
+      ||| % { nonHeap: nonHeap, sel: sel, cluster: c.clusterLabel, minAge: trendMinAge },
+    },
+    { record: peakRecord, expr: 'max_over_time(%s[%s])\n' % [used, c.budgetTrendPeakWindow] },
+    {
+      record: 'executor:memory_overhead_budget_exhaustion:seconds',
+      expr: |||
+        clamp_min(%(budget)s - %(used)s, 0)
+        /
+        (%(rate)s > 0)
+      ||| % { budget: budget, used: used, rate: trendRate },
+    },
+  ],
+
   // Text naming the JVM, for descriptions.
   local jvm = '{{ with $labels.app_id }}application {{ . }} {{ end }}{{ $labels.role }}{{ with $labels.executor_id }} {{ . }}{{ end }} (pid {{ $labels.pid }})%s on {{ $labels.instance }}{{ with $labels.instance_type }} ({{ . }}{{ with $labels.lifecycle }}, {{ . }}{{ end }}){{ end }}' % pod,
   // " in pod <namespace>/<pod>" when known: from the alert's own labels
@@ -124,6 +163,21 @@
       regionsURL: regionsURL,
     },
 
+  // For ExecutorOverheadBudgetExhaustionPredicted: the region that grew
+  // most over budgetTrendWindow, or else the note of the other non-heap
+  // alerts (over nativeRegionWindow).
+  local trendRegionGrowing = 'topk(1, %s) > 0' % e.nativeRegionGrowthOver(c.budgetTrendWindow),
+  local trendRegionNote =
+    ('{{ with printf `%(growing)s` $labels.instance $labels.pid | query }}{{ with . | first }}' +
+     '{{ if eq .Labels.region "python" }}{{ $setting = "spark.executor.pyspark.memory" }}{{ end }}' +
+     ' Growing: {{ .Labels.region }}, +{{ .Value | humanize1024 }}B in the last %(w)s; what to do: %(regionURL)s.{{ end }}' +
+     '{{ else }}%(fallback)s{{ end }}') % {
+      growing: narrow(trendRegionGrowing),
+      w: c.budgetTrendWindow,
+      regionURL: regionURL,
+      fallback: regionNote,
+    },
+
   // The heap figures of a JVM that has ended, from its last series in
   // the exit window; nothing when they are gone already.
   local heapFigures =
@@ -176,7 +230,7 @@
     groups+: [
       {
         name: 'executor_exporter.memory',
-        rules: memoryRecords + [
+        rules: memoryRecords + trendRecords + [
           alert(
             'ExecutorMemoryConfigurationDoomed',
             'critical',
@@ -229,6 +283,44 @@
              'Steady growth there is a native leak (direct buffers, threads, JNI) or growing Python workers. ' +
              'Raise spark.executor.memoryOverhead by {{ $value }} MiB to get through, and find the leak.%s') %
             [c.budgetPredictWindow, jvm, show(nonHeap), pythonNote, show(budget), c.budgetPredictMinutes, regionNote],
+          ),
+          alert(
+            'ExecutorOverheadBudgetExhaustionPredicted',
+            'warning',
+            c.budgetTrendFor,
+            withInstanceType(|||
+              %(secondsLeft)s < %(horizon)d
+              and on(%(cluster)s, instance, pid)
+              changes(%(peak)s[%(w)s]) >= %(rises)d
+              and on(%(cluster)s, instance, pid)
+              %(peak)s - min_over_time(%(peak)s[%(w)s]) >= %(minGrowth)d
+            ||| % {
+              secondsLeft: secondsLeft,
+              horizon: c.budgetTrendMinutes * 60,
+              cluster: c.clusterLabel,
+              peak: peak,
+              w: c.budgetTrendWindow,
+              rises: c.budgetTrendRisesThreshold,
+              minGrowth: c.budgetTrendGrowthThreshold * 1048576,
+            }, used),
+            'Executor memory outside the heap will fill its overhead budget within minutes.',
+            ('At the rate of the last %(w)s, %(jvm)s fills its overhead budget in {{ $value | humanizeDuration }}%(at)s: ' +
+             "the memory it holds outside its heap and its container's tmpfs pages, %(used)s now%(python)s, grow by %(rate)sB/s toward the %(budget)s its container limit leaves beside the heap max. " +
+             'Past the budget, the container is OOM-killed (exit code 137) when the heap fills.' +
+             '{{ $setting := "spark.executor.memoryOverhead" }}%(region)s ' +
+             '{{ if eq $setting "spark.executor.pyspark.memory" }}Raise spark.executor.pyspark.memory by %(by)s MiB{{ else }}Raise spark.executor.memoryOverhead by %(by)s MiB to %(to)s MiB{{ end }} to get through the next %(h)d minutes at this rate, and find the leak.') % {
+              w: c.budgetTrendWindow,
+              jvm: jvm,
+              at: '{{ with printf `time() + %s` $labels.instance $labels.pid | query }} (at {{ . | first | value | humanizeTimestamp }}){{ end }}' % narrow(secondsLeft),
+              used: show(used),
+              python: pythonNote,
+              rate: '{{ with printf `%s` $labels.instance $labels.pid | query }}{{ . | first | value | humanize1024 }}{{ end }}' % narrow(trendRate),
+              budget: show(budget),
+              region: trendRegionNote,
+              by: mibOf(e.mib('%s + %s * %d - %s' % [used, trendRate, c.budgetTrendMinutes * 60, budget]) + ' * 1048576'),
+              to: mibOf('(%s + %s) * 1048576' % [e.mib('%s + %s * %d - %s' % [used, trendRate, c.budgetTrendMinutes * 60, budget]), e.mib(budget)]),
+              h: c.budgetTrendMinutes,
+            },
           ),
         ],
       },

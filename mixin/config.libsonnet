@@ -53,6 +53,26 @@
     budgetPredictMinRatio: 0.75,
     budgetPredictFor: '10m',
 
+    // Time to limit: what the overhead budget must hold (the non-heap
+    // memory, the PySpark workers included, and the container's tmpfs
+    // pages) reaches the budget within budgetTrendMinutes at the rate of
+    // the last budgetTrendWindow. The rate is that of its running peak
+    // over budgetTrendPeakWindow, which only new highs move: a GC cycle,
+    // the heap committing more (which lowers the non-heap until the new
+    // heap is touched) and the recovery from it make none. The peak must
+    // have risen budgetTrendRisesThreshold times in the window (a step rises
+    // once), by budgetTrendGrowthThreshold MiB at least (a JIT warming up, a
+    // pool filling by a few MiB); and only what the JVM holds after
+    // budgetTrendMinAge counts (start-up: class loading, the JIT, thread
+    // pools).
+    budgetTrendWindow: '2m',
+    budgetTrendPeakWindow: '10m',
+    budgetTrendRisesThreshold: 3,
+    budgetTrendGrowthThreshold: 8,
+    budgetTrendMinutes: 10,
+    budgetTrendMinAge: '1m',
+    budgetTrendFor: '30s',
+
     // Native memory regions: the growth of each region of
     // executor_jvm_native_memory_bytes outside the heap (and of the
     // container's tmpfs pages, shmem, and the PySpark workers, python) over

@@ -68,7 +68,8 @@
     // readings, so delta() (last minus first sample of the window, a gauge's
     // increase) and not rate(); a region that shrank is negative. Only
     // shmem and python for a JVM without a breakdown.
-    nativeRegionGrowth: regions(function(v) 'delta(%s[%s])' % [v, c.nativeRegionWindow]),
+    nativeRegionGrowth: x.nativeRegionGrowthOver(c.nativeRegionWindow),
+    nativeRegionGrowthOver(w):: regions(function(v) 'delta(%s[%s])' % [v, w]),
 
     // The region that grew most over the window, one per JVM.
     nativeRegionFastest: 'topk by(%(cluster)s, job, instance, pid) (1, %(growth)s)' % { cluster: c.clusterLabel, growth: x.nativeRegionGrowth },
