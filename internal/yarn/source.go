@@ -225,6 +225,17 @@ func (s *Source) Container(id string) (Container, bool) {
 	return *c, true
 }
 
+// Allocation returns a container's memory allocation in bytes, if the
+// NodeManager listed it (jvm.YARNSource): the budget of the executor
+// that runs in it when no cgroup limit holds it.
+func (s *Source) Allocation(id string) (uint64, bool) {
+	c, ok := s.Container(id)
+	if !ok || c.Allocation == 0 {
+		return 0, false
+	}
+	return c.Allocation, true
+}
+
 // Containers returns every container held, running and finished.
 func (s *Source) Containers() []Container {
 	s.mu.Lock()

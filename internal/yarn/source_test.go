@@ -54,6 +54,12 @@ func TestSourceContainersAndNames(t *testing.T) {
 	if c.Allocation != 5632<<20 || c.VmemLimit != 12401718067 || c.AppID != app1 || c.State != "RUNNING" || c.Finished() {
 		t.Errorf("container %+v", c)
 	}
+	if a, ok := s.Allocation(cid1); !ok || a != 5632<<20 {
+		t.Errorf("Allocation = %d, %v", a, ok)
+	}
+	if _, ok := s.Allocation(cid2); ok {
+		t.Error("an allocation for a container not listed")
+	}
 	testenv.WaitFor(t, 10*time.Second, "the application's name", func() bool { n, ok := s.AppName(app1); return ok && n == "nightly-sessionize" })
 	if n := s.Node(); !n.Reachable || n.Version != "3.3.6" || !n.PmemCheck || n.VmemRatio != 2.1 {
 		t.Errorf("node %+v", n)
