@@ -107,7 +107,11 @@ func nativeConfigFromFlags() jvm.NativeConfig {
 func (d *Dependencies) JVMTracker() (*jvm.Tracker, error) {
 	if !d.trackerBuilt {
 		d.trackerBuilt = true
-		d.tracker, d.trackerErr = jvm.NewTracker(d.trackerConfig, log.With(d.logger, "component", "jvm_tracker"))
+		cfg := d.trackerConfig
+		if s, _ := d.YARN(); s != nil && cfg.YARN == nil {
+			cfg.YARN = s // its errors are the yarn collector's to report
+		}
+		d.tracker, d.trackerErr = jvm.NewTracker(cfg, log.With(d.logger, "component", "jvm_tracker"))
 		if d.trackerErr != nil {
 			d.trackerErr = fmt.Errorf("cannot track JVMs: %w", d.trackerErr)
 		} else {

@@ -60,19 +60,34 @@ var interruptingEvents = []string{cloud.EventSpotInterruption, cloud.EventPreemp
 type exitWitness struct {
 	mu      sync.Mutex
 	judge   *exits.Judge[jvm.Sample]
+	yarn    yarnContainers  // nil off YARN
 	notices func() []string // pending interrupting notices; nil without the cloud collector
 	sink    func([]exits.Decided[jvm.Sample])
 }
 
 // newExitWitness returns a witness with the judge's default delays.
-func newExitWitness() *exitWitness {
-	return &exitWitness{judge: exits.NewJudge[jvm.Sample](exits.DefaultConfig)}
+func newExitWitness() *exitWitness { return newExitWitnessOf(nil) }
+
+// newExitWitnessOf returns a witness that asks src (nil: none) about the
+// YARN containers JVMs die in.
+func newExitWitnessOf(src yarnContainers) *exitWitness {
+	cfg := exits.DefaultConfig
+	if src != nil {
+		cfg.YARNStatus = yarnStatus(src)
+	}
+	return &exitWitness{judge: exits.NewJudge[jvm.Sample](cfg), yarn: src}
 }
 
-// witness returns the dependencies' exit witness, built on first use.
+// witness returns the dependencies' exit witness, built on first use,
+// with the YARN source where there is one (its errors are the yarn
+// collector's to report).
 func (d *Dependencies) witness() *exitWitness {
 	if d.exits == nil {
-		d.exits = newExitWitness()
+		var src yarnContainers
+		if s, _ := d.YARN(); s != nil {
+			src = s
+		}
+		d.exits = newExitWitnessOf(src)
 	}
 	return d.exits
 }
@@ -100,7 +115,11 @@ func (w *exitWitness) WatchNotices(f func() []string) {
 func (w *exitWitness) Gone(now time.Time, gone []jvm.Exit) {
 	w.mu.Lock()
 	for _, e := range gone {
-		w.judge.Died(e.Death, e.Last)
+		d := e.Death
+		if d.YARN == nil {
+			d.YARN = yarnEvidence(w.yarn, e.Last, d)
+		}
+		w.judge.Died(d, e.Last)
 	}
 	w.mu.Unlock()
 	w.Decide(now)

@@ -26,6 +26,9 @@ func init() {
 		}
 		c := NewJVMCollector(t, logger).(*jvmCollector)
 		c.pods, c.podLabels = pods, podsConfigFromFlags().LabelAllowlist
+		if s, _ := deps.YARN(); s != nil {
+			c.apps = s // its errors are the yarn collector's to report
+		}
 		return c, nil
 	})
 }
@@ -51,6 +54,8 @@ type jvmCollector struct {
 	// pods names each JVM's pod; nil without the Kubernetes API.
 	pods      podSource
 	podLabels []string
+	// apps names YARN applications; nil off YARN.
+	apps      appNames
 	infoDescs infoDescs
 
 	descs                                  *descTable // the per-JVM series' Descs
@@ -199,7 +204,7 @@ func (c *jvmCollector) series(view jvm.View) *jvmSet {
 		}
 		e := c.byPID[j.PID]
 		if e == nil || e.of != of || of.start.IsZero() {
-			e = &jvmEntry{of: of, j: *j, pod: resolvePod(j, pods, c.pods, c.podLabels)}
+			e = &jvmEntry{of: of, j: *j, pod: withYARN(resolvePod(j, pods, c.pods, c.podLabels), j, c.apps)}
 		}
 		set.jvms = append(set.jvms, e)
 		byPID[j.PID] = e

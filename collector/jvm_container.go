@@ -18,7 +18,8 @@ type containerDescs struct {
 
 func newContainerDescs(descs *descTable) containerDescs {
 	return containerDescs{
-		cgLimit:      descs.desc("container", "memory_limit_bytes", "Memory limit of the cgroup holding the JVM; absent when unlimited."),
+		cgLimit: descs.desc("container", "memory_limit_bytes",
+			"Memory limit of the cgroup holding the JVM; under YARN without one, its container's allocation, which the NodeManager enforces on the process tree's resident memory; absent when unlimited."),
 		cgUsage:      descs.desc("container", "memory_usage_bytes", "Memory charged to the cgroup holding the JVM."),
 		cgWorkingSet: descs.desc("container", "memory_working_set_bytes", "Usage minus inactive file cache, what the kubelet and the OOM killer look at."),
 		cgKills:      descs.desc("container", "oom_kills_total", "OOM kills in the cgroup holding the JVM."),
@@ -39,18 +40,18 @@ func newContainerDescs(descs *descTable) containerDescs {
 // kernel does not give (a kind v1's memory.stat lacks, PSI off, an event
 // an older kernel does not count) is absent, not 0.
 func (c *containerDescs) sendContainer(b seriesSink, j *jvm.JVM) {
+	gauge := func(d *prometheus.Desc, v float64, extra ...string) {
+		b.add(d, prometheus.GaugeValue, v, extra...)
+	}
+	if limit, _ := j.Budget(); limit > 0 {
+		gauge(c.cgLimit, float64(limit))
+	}
 	if !j.HasCgroup {
 		return
 	}
 	cg := &j.Cgroup
-	gauge := func(d *prometheus.Desc, v float64, extra ...string) {
-		b.add(d, prometheus.GaugeValue, v, extra...)
-	}
 	counter := func(d *prometheus.Desc, v float64, extra ...string) {
 		b.add(d, prometheus.CounterValue, v, extra...)
-	}
-	if cg.Limit > 0 {
-		gauge(c.cgLimit, float64(cg.Limit))
 	}
 	gauge(c.cgUsage, float64(cg.Usage))
 	gauge(c.cgWorkingSet, float64(cg.WorkingSet))

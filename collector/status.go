@@ -64,8 +64,13 @@ func statusJVM(j *jvm.JVM, pods cloud.PodsSnapshot) statuspage.JVM {
 		Container: j.Peaks.Container, Resident: j.Peaks.Resident}
 	pod := resolvePod(j, pods, nil, nil)
 	out.Namespace, out.Pod = labelValue(pod.namespace), labelValue(pod.pod)
+	// The budget: the cgroup's limit, or a YARN container's allocation
+	// against the process tree's resident memory (jvm.Sample.Budget).
+	out.ContainerLimit, out.ContainerUsage = j.Budget()
 	if j.HasCgroup {
-		out.ContainerLimit, out.ContainerUsage = j.Cgroup.Limit, j.Cgroup.Usage
+		if out.ContainerLimit == 0 {
+			out.ContainerUsage = j.Cgroup.Usage
+		}
 		if p := j.Cgroup.Pressure; p.HasSome {
 			out.ContainerPressure = &statuspage.Pressure{SomeAvg10: p.SomeAvg10, FullAvg10: p.FullAvg10}
 		}

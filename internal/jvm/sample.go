@@ -41,6 +41,9 @@ type Sample struct {
 	// memory is over it, and it is the JVM's budget (Budget).
 	YARNContainer string
 	Allocation    uint64
+	// TreeVSize is the address space of the process tree, what YARN's
+	// virtual memory check sums.
+	TreeVSize uint64
 
 	// Peaks are the highest figures since the JVM was first read.
 	Peaks Peaks

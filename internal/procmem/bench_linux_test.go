@@ -218,7 +218,10 @@ func writeFakeProc(b *testing.B, n int) procfs.FS {
 }
 
 func fakeStat(pid int, comm string, ppid int, startTicks uint64, rssPages int) string {
-	return fmt.Sprintf("%d (%s) S %d %d %d 0 -1 4194304 98 0 0 0 0 0 0 0 20 0 1 0 %d 3133440 %d "+
+	return fmt.Sprintf("%d (%s) S %d %d %d 0 -1 4194304 98 0 0 0 0 0 0 0 20 0 1 0 %d "+strconv.Itoa(fixtureVSize)+" %d "+
 		"18446744073709551615 1 2 3 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 1 2 3 4 5 6 7 0\n",
 		pid, comm, ppid, pid, pid, startTicks, rssPages)
 }
+
+// fixtureVSize is every fixture process's address space (stat field 23).
+const fixtureVSize = 3133440

@@ -26,9 +26,9 @@ type Process struct {
 	// Comm is the kernel's command name (at most 15 bytes, may be renamed by
 	// the process itself).
 	Comm string
-	// RSS is the resident set size in bytes.
-	RSS       uint64
-	StartTime time.Time
+	// RSS is the resident set size in bytes; VSize the address space.
+	RSS, VSize uint64
+	StartTime  time.Time
 	// KernelThread is set for the kernel's own threads (kworker, ...):
 	// discovery skips them.
 	KernelThread bool
@@ -170,7 +170,12 @@ func (t *ProcessTable) buildChildren() {
 }
 
 // TreeRSS is the resident memory of a process tree by kind of process.
-type TreeRSS struct{ JVM, Python, Other uint64 }
+type TreeRSS struct {
+	JVM, Python, Other uint64
+	// VSize is the address space of the whole tree, what YARN's virtual
+	// memory check sums.
+	VSize uint64
+}
 
 // Total is the resident memory of the whole tree.
 func (r TreeRSS) Total() uint64 { return r.JVM + r.Python + r.Other }
@@ -200,6 +205,7 @@ func (t *ProcessTable) TreeRSS(pid int) TreeRSS {
 		if !ok || (cur != pid && !seen[p.PPID]) {
 			continue // exited, or re-parented out of the tree since last read
 		}
+		sum.VSize += p.VSize
 		switch t.kindOf(p) {
 		case kindJVM:
 			sum.JVM += p.RSS

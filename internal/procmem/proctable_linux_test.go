@@ -95,17 +95,20 @@ func testTreeRSSFixture(t *testing.T, table *ProcessTable) {
 	}{
 		// 104's comm is renamed: its exe link names python3.10 (deleted).
 		// 107 is python under a non-python parent (sleep) and still counts.
-		{"executor JVM", 101, TreeRSS{JVM: 50000, Python: 20000 + 7000 + 3000 + 1000, Other: 100 + 5}},
-		{"launcher shell above the JVM", 100, TreeRSS{JVM: 50000, Python: 31000, Other: 10 + 105}},
-		{"pyspark daemon subtree", 102, TreeRSS{Python: 30000}},
-		{"leaf worker", 103, TreeRSS{Python: 7000}},
-		{"unrelated JVM", 200, TreeRSS{JVM: 90000}},
-		{"whole machine", 1, TreeRSS{JVM: 140000, Python: 31000, Other: 100 + 115}},
+		// The fixture gives every process the same address space:
+		// VSize counts the tree's processes.
+		{"executor JVM", 101, TreeRSS{JVM: 50000, Python: 20000 + 7000 + 3000 + 1000, Other: 100 + 5, VSize: 7}},
+		{"launcher shell above the JVM", 100, TreeRSS{JVM: 50000, Python: 31000, Other: 10 + 105, VSize: 8}},
+		{"pyspark daemon subtree", 102, TreeRSS{Python: 30000, VSize: 3}},
+		{"leaf worker", 103, TreeRSS{Python: 7000, VSize: 1}},
+		{"unrelated JVM", 200, TreeRSS{JVM: 90000, VSize: 1}},
+		{"whole machine", 1, TreeRSS{JVM: 140000, Python: 31000, Other: 100 + 115, VSize: 10}},
 		{"unknown pid", 4242, TreeRSS{}},
 		{"pid with unreadable stat", 201, TreeRSS{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			want := TreeRSS{JVM: tc.want.JVM * page, Python: tc.want.Python * page, Other: tc.want.Other * page}
+			want := TreeRSS{JVM: tc.want.JVM * page, Python: tc.want.Python * page, Other: tc.want.Other * page,
+				VSize: tc.want.VSize * fixtureVSize}
 			got := table.TreeRSS(tc.pid)
 			if got != want {
 				t.Errorf("TreeRSS(%d) = %+v, want %+v (pages: %+v)", tc.pid, got, want, tc.want)

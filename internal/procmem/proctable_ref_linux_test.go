@@ -44,6 +44,7 @@ func NewProcessTable(fs procfs.FS) (*ProcessTable, error) {
 			PPID:      st.PPID,
 			Comm:      st.Comm,
 			RSS:       uint64(rss),
+			VSize:     uint64(st.VSize),
 			StartTime: boot.Add(time.Duration(st.Starttime) * (time.Second / userHZ)),
 
 			KernelThread: st.Flags&pfKthread != 0,

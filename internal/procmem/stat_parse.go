@@ -12,6 +12,7 @@ type procStat struct {
 	PPID       int
 	Comm       string
 	RSSPages   uint64 // field 24; a negative value (never seen) reads as 0
+	VSize      uint64 // field 23, bytes of address space
 	StartTicks uint64 // field 22, clock ticks since boot
 	Flags      uint64 // field 9, the kernel's PF_* flags
 }
@@ -87,6 +88,12 @@ func parseStat(b []byte) (procStat, error) {
 				return fmt.Errorf("stat: starttime %q", truncate(string(tok), 32))
 			}
 			s.StartTicks = uint64(v)
+		case statVSize:
+			v, err := parseStatInt(tok)
+			if err != nil || v < 0 {
+				return fmt.Errorf("stat: vsize %q", truncate(string(tok), 32))
+			}
+			s.VSize = uint64(v)
 		case statRSS:
 			v, err := parseStatInt(tok)
 			if err != nil {

@@ -35,31 +35,31 @@ func TestParseStat(t *testing.T) {
 	}{
 		{
 			name: "plain", line: statLine(42, "java", map[int]string{3: "S", 4: "7", 22: "123456", 24: "2048"}),
-			want: procStat{PPID: 7, Comm: "java", RSSPages: 2048, StartTicks: 123456, Flags: 1009},
+			want: procStat{PPID: 7, Comm: "java", RSSPages: 2048, VSize: 1023, StartTicks: 123456, Flags: 1009},
 		},
 		{
 			name: "comm with spaces and parentheses", line: statLine(43, "a) (b c", map[int]string{3: "R", 4: "1", 22: "5", 24: "6"}),
-			want: procStat{PPID: 1, Comm: "a) (b c", RSSPages: 6, StartTicks: 5, Flags: 1009},
+			want: procStat{PPID: 1, Comm: "a) (b c", RSSPages: 6, VSize: 1023, StartTicks: 5, Flags: 1009},
 		},
 		{
 			name: "kernel thread: no memory, parent kthreadd", line: statLine(9, "kworker/0:1", map[int]string{3: "I", 4: "2", 9: "69238880", 22: "10", 24: "0"}),
-			want: procStat{PPID: 2, Comm: "kworker/0:1", StartTicks: 10, Flags: 69238880},
+			want: procStat{PPID: 2, Comm: "kworker/0:1", VSize: 1023, StartTicks: 10, Flags: 69238880},
 		},
 		{
 			name: "init: parent 0, empty comm", line: statLine(1, "", map[int]string{4: "0", 22: "1", 24: "100"}),
-			want: procStat{PPID: 0, Comm: "", RSSPages: 100, StartTicks: 1, Flags: 1009},
+			want: procStat{PPID: 0, Comm: "", RSSPages: 100, VSize: 1023, StartTicks: 1, Flags: 1009},
 		},
 		{
 			name: "negative rss reads as 0", line: statLine(5, "x", map[int]string{4: "1", 22: "1", 24: "-3"}),
-			want: procStat{PPID: 1, Comm: "x", StartTicks: 1, Flags: 1009},
+			want: procStat{PPID: 1, Comm: "x", VSize: 1023, StartTicks: 1, Flags: 1009},
 		},
 		{
 			name: "old kernel: only up to rss and a few more",
 			line: "5 (old) S 1 5 5 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 77 1000 33\n",
-			want: procStat{PPID: 1, Comm: "old", RSSPages: 33, StartTicks: 77, Flags: 4194560},
+			want: procStat{PPID: 1, Comm: "old", RSSPages: 33, VSize: 1000, StartTicks: 77, Flags: 4194560},
 		},
 		{name: "no newline", line: "5 (x) S 1 5 5 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 77 1000 33",
-			want: procStat{PPID: 1, Comm: "x", RSSPages: 33, StartTicks: 77}},
+			want: procStat{PPID: 1, Comm: "x", RSSPages: 33, VSize: 1000, StartTicks: 77}},
 		{name: "garbage flags", line: statLine(5, "x", map[int]string{4: "1", 9: "0x40"}), wantErr: "flags"},
 		{name: "empty", line: "", wantErr: "no (comm)"},
 		{name: "no closing parenthesis", line: "5 (java S 1 2 3", wantErr: "no (comm)"},
@@ -71,6 +71,8 @@ func TestParseStat(t *testing.T) {
 		{name: "negative start time", line: statLine(5, "x", map[int]string{4: "1", 22: "-1"}), wantErr: "starttime"},
 		{name: "start time overflows", line: statLine(5, "x", map[int]string{4: "1", 22: "9999999999999999999"}), wantErr: "starttime"},
 		{name: "start time too long", line: statLine(5, "x", map[int]string{4: "1", 22: "99999999999999999999"}), wantErr: "starttime"},
+		{name: "garbage vsize", line: statLine(5, "x", map[int]string{4: "1", 22: "1", 23: "12k"}), wantErr: "vsize"},
+		{name: "negative vsize", line: statLine(5, "x", map[int]string{4: "1", 22: "1", 23: "-1"}), wantErr: "vsize"},
 		{name: "garbage rss", line: statLine(5, "x", map[int]string{4: "1", 22: "1", 24: "1x"}), wantErr: "rss"},
 		{name: "lone minus", line: statLine(5, "x", map[int]string{4: "-"}), wantErr: "ppid"},
 	} {
@@ -98,7 +100,7 @@ func TestParseStatAgreesWithProcfs(t *testing.T) {
 			continue
 		}
 		if got.PPID != want.PPID || got.Comm != want.Comm || got.StartTicks != want.Starttime ||
-			got.Flags != uint64(want.Flags) || got.RSSPages != uint64(max(want.RSS, 0)) {
+			got.Flags != uint64(want.Flags) || got.RSSPages != uint64(max(want.RSS, 0)) || got.VSize != uint64(want.VSize) {
 			t.Errorf("pid %d: got %+v, procfs ppid %d comm %q start %d flags %d rss %d", pid, got,
 				want.PPID, want.Comm, want.Starttime, want.Flags, want.RSS)
 		}

@@ -388,6 +388,7 @@ func (w *ProcessWatch) read(pid int) (Process, bool) {
 		PPID:         st.PPID,
 		Comm:         st.Comm,
 		RSS:          st.RSSPages * w.page,
+		VSize:        st.VSize,
 		StartTime:    w.boot.Add(time.Duration(st.StartTicks) * (time.Second / userHZ)),
 		KernelThread: st.Flags&pfKthread != 0,
 	}

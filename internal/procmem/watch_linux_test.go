@@ -72,7 +72,7 @@ func TestWatchReadsWhatChanged(t *testing.T) {
 		t.Errorf("Seen(20) = %+v, %v, recheck %v: want the last read, no recheck", p, ok, table.Recheck(20))
 	}
 	page := uint64(os.Getpagesize())
-	if got, want := table.TreeRSS(10), (TreeRSS{JVM: 10 * page, Python: 20 * page}); got != want {
+	if got, want := table.TreeRSS(10), (TreeRSS{JVM: 10 * page, Python: 20 * page, VSize: 3 * fixtureVSize}); got != want {
 		t.Errorf("TreeRSS(10) = %+v, want %+v", got, want)
 	}
 	reads(9, "TreeRSS reads the tree (3 processes), not the machine")
@@ -107,7 +107,7 @@ func TestWatchReadsWhatChanged(t *testing.T) {
 	if _, ok := table.Process(20); ok {
 		t.Error("pid 20 is gone but Process found it")
 	}
-	if got, want := table.TreeRSS(10), (TreeRSS{JVM: 10 * page, Python: 15 * page}); got != want {
+	if got, want := table.TreeRSS(10), (TreeRSS{JVM: 10 * page, Python: 15 * page, VSize: 3 * fixtureVSize}); got != want {
 		t.Errorf("TreeRSS(10) after the changes = %+v, want %+v (13 joined, 12 left)", got, want)
 	}
 

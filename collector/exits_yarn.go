@@ -1,0 +1,73 @@
+package collector
+
+import (
+	"github.com/executor-exporter/executor_exporter/internal/exits"
+	"github.com/executor-exporter/executor_exporter/internal/jvm"
+	"github.com/executor-exporter/executor_exporter/internal/nativemem"
+	"github.com/executor-exporter/executor_exporter/internal/oom"
+	"github.com/executor-exporter/executor_exporter/internal/yarn"
+)
+
+// yarnContainers is what the exits collector asks of YARN's NodeManager:
+// *yarn.Source, or a stand-in in tests.
+type yarnContainers interface {
+	Container(id string) (yarn.Container, bool)
+	Node() yarn.Node
+}
+
+// yarnEvidence is what is known of the YARN container a JVM died in: its
+// allocation, the NodeManager's checks, and the JVM's last sample against
+// them, with the region and advice the OOM verdict gives that sample
+// against the allocation, so that a NodeManager's kill is explained as a
+// kernel one is. nil when the JVM ran in no container the NodeManager
+// listed.
+func yarnEvidence(src yarnContainers, last jvm.Sample, d exits.Death) *exits.YARN {
+	if src == nil || last.YARNContainer == "" {
+		return nil
+	}
+	c, ok := src.Container(last.YARNContainer)
+	if !ok {
+		return nil
+	}
+	n := src.Node()
+	y := &exits.YARN{
+		ContainerID: c.ID, Allocation: c.Allocation, VmemLimit: c.VmemLimit,
+		PmemCheck: n.PmemCheck, VmemCheck: n.VmemCheck, PollingCheck: n.PollingCheck,
+		Elastic: n.ElasticMemory, SmapsRSS: n.SmapsRSS,
+		TreeRSS: last.RSSJVM + last.RSSPython + last.RSSOther, TreeVsize: last.TreeVSize,
+		PythonWorkers: last.RSSPython > 0,
+	}
+	if !d.LastAlive.IsZero() && !last.Time.IsZero() {
+		y.SampleAgo = d.LastAlive.Sub(last.Time)
+	}
+	if last.Native != nil {
+		y.MappedBytes = last.Native.Last.Regions[nativemem.MappedFiles]
+	}
+	victim := victimOf(last)
+	if victim.CgroupLimit == 0 {
+		victim.CgroupLimit, victim.CgroupUsage = c.Allocation, y.TreeRSS
+	}
+	v := oom.Judge(oom.Kill{PID: last.PID, Constraint: oom.ConstraintMemcg}, victim, true)
+	y.Region, y.Advice = v.Region, v.Advice
+	return y
+}
+
+// yarnStatus is the judge's view of the NodeManager's word on a finished
+// container: its exit status, and the kind and figures of the kill its
+// diagnostics name.
+func yarnStatus(src yarnContainers) func(string) (exits.YARNStatus, bool) {
+	return func(id string) (exits.YARNStatus, bool) {
+		c, ok := src.Container(id)
+		if !ok || !c.Finished() {
+			return exits.YARNStatus{}, false
+		}
+		st := exits.YARNStatus{ExitStatus: c.ExitCode, Kill: c.Kill.Kind}
+		switch c.Kill.Kind {
+		case yarn.KillPmem:
+			st.Used, st.Limit = c.Kill.PmemUsed, c.Kill.PmemLimit
+		case yarn.KillVmem:
+			st.Used, st.Limit = c.Kill.VmemUsed, c.Kill.VmemLimit
+		}
+		return st, true
+	}
+}
