@@ -138,28 +138,31 @@ func (ec *ExecutorCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 // Collect implements prometheus.Collector.
-func (ec *ExecutorCollector) Collect(ch chan<- prometheus.Metric) { ec.collect(ch, nil) }
+func (ec *ExecutorCollector) Collect(ch chan<- prometheus.Metric) { ec.collect(ch, nil, true) }
 
-// servedApart is ec with the jvm collector serving set, and without its
-// per-JVM series, which the handler adds from the same set: one scrape,
-// one view (Handler).
-type servedApart struct {
-	ec  *ExecutorCollector
-	set *jvmSet
+// fromSnapshot is ec with the jvm collector serving set, one snapshot of
+// the tracker's view; its per-JVM series only with perJVM, for the
+// handler writes them itself from the same set (Handler).
+type fromSnapshot struct {
+	ec     *ExecutorCollector
+	set    *jvmSet
+	perJVM bool
 }
 
-func (s servedApart) Describe(ch chan<- *prometheus.Desc) { s.ec.Describe(ch) }
-func (s servedApart) Collect(ch chan<- prometheus.Metric) { s.ec.collect(ch, s.set) }
+func (s fromSnapshot) Describe(ch chan<- *prometheus.Desc) { s.ec.Describe(ch) }
+func (s fromSnapshot) Collect(ch chan<- prometheus.Metric) { s.ec.collect(ch, s.set, s.perJVM) }
 
-func (ec *ExecutorCollector) collect(ch chan<- prometheus.Metric, apart *jvmSet) {
+// collect runs every collector's Update in parallel, the jvm collector's
+// from set (nil: the view it finds).
+func (ec *ExecutorCollector) collect(ch chan<- prometheus.Metric, set *jvmSet, perJVM bool) {
 	var wg sync.WaitGroup
 	wg.Add(len(ec.Collectors))
 	for name, c := range ec.Collectors {
 		go func(name string, c Collector) {
 			defer wg.Done()
 			update := c.Update
-			if jc, ok := c.(*jvmCollector); ok && apart != nil {
-				update = func(ch chan<- prometheus.Metric) error { return jc.update(ch, apart, true) }
+			if jc, ok := c.(*jvmCollector); ok && set != nil {
+				update = func(ch chan<- prometheus.Metric) error { return jc.update(ch, set, !perJVM) }
 			}
 			ec.execute(name, update, ch)
 		}(name, c)

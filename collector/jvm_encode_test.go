@@ -3,6 +3,7 @@ package collector
 import (
 	"bytes"
 	"math"
+	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -10,6 +11,7 @@ import (
 	"github.com/go-kit/log"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // expfmtText is what expfmt writes for families (OpenMetrics without its
@@ -119,4 +121,77 @@ func FuzzAppendText(f *testing.F) {
 			t.Fatalf("fast path %q, expfmt %q", got, want)
 		}
 	})
+}
+
+// appendText appends families in the Prometheus text format, or in
+// OpenMetrics without its "# EOF", with the escaping and number
+// formatting the per-JVM lines are rendered with (jvm_render.go), for
+// gauges and counters with legacy names and no timestamps, exemplars or
+// created times: TestAppendTextAgreesWithExpfmt and FuzzAppendText hold
+// it, and so those, to expfmt's bytes. ok is false, and b unchanged, for
+// anything else.
+func appendText(b []byte, families []*dto.MetricFamily, openMetrics bool) (_ []byte, ok bool) {
+	start := len(b)
+	for _, f := range families {
+		name := f.GetName()
+		typ := f.GetType()
+		if (typ != dto.MetricType_GAUGE && typ != dto.MetricType_COUNTER) || !model.LegacyValidation.IsValidMetricName(name) {
+			return b[:start], false
+		}
+		famName, sampleName := name, name
+		if openMetrics && typ == dto.MetricType_COUNTER {
+			if !strings.HasSuffix(name, "_total") {
+				return b[:start], false // OpenMetrics calls it unknown: leave it to expfmt
+			}
+			famName = name[:len(name)-len("_total")]
+		}
+		if f.Help != nil {
+			b = append(b, "# HELP "...)
+			b = append(b, famName...)
+			b = append(b, ' ')
+			b = appendEscaped(b, f.GetHelp(), openMetrics)
+			b = append(b, '\n')
+		}
+		b = append(b, "# TYPE "...)
+		b = append(b, famName...)
+		if typ == dto.MetricType_COUNTER {
+			b = append(b, " counter\n"...)
+		} else {
+			b = append(b, " gauge\n"...)
+		}
+		for _, m := range f.Metric {
+			var v float64
+			switch {
+			case m.TimestampMs != nil:
+				return b[:start], false
+			case typ == dto.MetricType_GAUGE && m.Gauge != nil:
+				v = m.Gauge.GetValue()
+			case typ == dto.MetricType_COUNTER && m.Counter != nil && m.Counter.Exemplar == nil && m.Counter.CreatedTimestamp == nil:
+				v = m.Counter.GetValue()
+			default:
+				return b[:start], false
+			}
+			b = append(b, sampleName...)
+			if len(m.Label) > 0 {
+				b = append(b, '{')
+				for i, lp := range m.Label {
+					if !model.LegacyValidation.IsValidLabelName(lp.GetName()) {
+						return b[:start], false
+					}
+					if i > 0 {
+						b = append(b, ',')
+					}
+					b = append(b, lp.GetName()...)
+					b = append(b, '=', '"')
+					b = appendEscaped(b, lp.GetValue(), true)
+					b = append(b, '"')
+				}
+				b = append(b, '}')
+			}
+			b = append(b, ' ')
+			b = appendFloat(b, v, openMetrics)
+			b = append(b, '\n')
+		}
+	}
+	return b, true
 }

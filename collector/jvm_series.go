@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"bytes"
 	"slices"
 	"strconv"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 
 	"github.com/executor-exporter/executor_exporter/internal/cloud"
 	"github.com/executor-exporter/executor_exporter/internal/jvm"
@@ -89,12 +91,7 @@ func (t *descTable) sort() {
 	for i := range order {
 		f := &order[i]
 		for _, om := range []bool{false, true} {
-			mf := &dto.MetricFamily{Name: &f.name, Help: &f.help, Type: f.typ.Enum()}
-			header, ok := appendText(nil, []*dto.MetricFamily{mf}, om)
-			if !ok {
-				panic("collector: per-JVM family " + f.name + " cannot be rendered")
-			}
-			f.header[b2i(om)] = header
+			f.header[b2i(om)] = familyHeader(f.name, f.help, f.typ, om)
 		}
 		t.byName[f.name] = i
 	}
@@ -103,6 +100,28 @@ func (t *descTable) sort() {
 		t.meta[d] = m
 	}
 	t.families = order
+}
+
+// familyHeader is a family's HELP and TYPE lines as expfmt writes them:
+// the family with one sample, less the sample's line.
+func familyHeader(name, help string, typ dto.MetricType, openMetrics bool) []byte {
+	m := &dto.Metric{Gauge: &dto.Gauge{Value: new(0.0)}}
+	if typ == dto.MetricType_COUNTER {
+		m = &dto.Metric{Counter: &dto.Counter{Value: new(0.0)}}
+	}
+	mf := &dto.MetricFamily{Name: &name, Help: &help, Type: typ.Enum(), Metric: []*dto.Metric{m}}
+	var buf bytes.Buffer
+	var err error
+	if openMetrics {
+		_, err = expfmt.MetricFamilyToOpenMetrics(&buf, mf)
+	} else {
+		_, err = expfmt.MetricFamilyToText(&buf, mf)
+	}
+	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	if err != nil || bytes.Count(b, []byte("\n")) != 2 {
+		panic("collector: per-JVM family " + name + " cannot be rendered")
+	}
+	return b[:bytes.LastIndexByte(b, '\n')+1]
 }
 
 func b2i(b bool) int {
@@ -210,49 +229,10 @@ type servedGatherer struct {
 }
 
 func (p servedGatherer) Gather() ([]*dto.MetricFamily, func(), error) {
-	if p.jc == nil {
-		mfs, err := p.ec.gatherWith(nil, p.g)
-		return mfs, func() {}, err
+	var set *jvmSet
+	if p.jc != nil {
+		set = p.jc.snapshot()
 	}
-	set := p.jc.snapshot()
-	mfs, err := p.ec.gatherWith(set, p.g)
-	if len(set.jvms) == 0 {
-		return mfs, func() {}, err
-	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(setCollector{p.jc, set})
-	perJVM, jvmErr := reg.Gather()
-	if err == nil {
-		err = jvmErr
-	}
-	return mergeFamilies(mfs, perJVM), func() {}, err
-}
-
-// setCollector is an unchecked collector of one set's series.
-type setCollector struct {
-	c   *jvmCollector
-	set *jvmSet
-}
-
-func (setCollector) Describe(chan<- *prometheus.Desc) {}
-
-func (s setCollector) Collect(ch chan<- prometheus.Metric) { s.c.send(s.set, ch) }
-
-// mergeFamilies merges two lists of families sorted by name; a name in
-// both becomes one family with the series of both.
-func mergeFamilies(a, b []*dto.MetricFamily) []*dto.MetricFamily {
-	out := make([]*dto.MetricFamily, 0, len(a)+len(b))
-	for len(a) > 0 && len(b) > 0 {
-		switch c := strings.Compare(a[0].GetName(), b[0].GetName()); {
-		case c < 0:
-			out, a = append(out, a[0]), a[1:]
-		case c > 0:
-			out, b = append(out, b[0]), b[1:]
-		default:
-			out = append(out, &dto.MetricFamily{Name: a[0].Name, Help: a[0].Help, Type: a[0].Type,
-				Metric: append(slices.Clip(a[0].Metric), b[0].Metric...)})
-			a, b = a[1:], b[1:]
-		}
-	}
-	return append(append(out, a...), b...)
+	mfs, err := p.ec.gatherWith(set, true, p.g)
+	return mfs, func() {}, err
 }

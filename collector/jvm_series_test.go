@@ -146,31 +146,6 @@ func TestSeriesOfAnUnchangedJVMReused(t *testing.T) {
 	}
 }
 
-func TestMergeFamilies(t *testing.T) {
-	fam := func(name string, n int) *dto.MetricFamily {
-		f := &dto.MetricFamily{Name: new(name), Type: dto.MetricType_GAUGE.Enum()}
-		for range n {
-			f.Metric = append(f.Metric, &dto.Metric{Gauge: &dto.Gauge{Value: new(1.0)}})
-		}
-		return f
-	}
-	a := []*dto.MetricFamily{fam("a", 1), fam("c", 1), fam("e", 2)}
-	b := []*dto.MetricFamily{fam("b", 1), fam("c", 2), fam("f", 1)}
-	got := mergeFamilies(a, b)
-	var names []string
-	var counts []int
-	for _, f := range got {
-		names, counts = append(names, f.GetName()), append(counts, len(f.Metric))
-	}
-	if !slices.Equal(names, []string{"a", "b", "c", "e", "f"}) || !slices.Equal(counts, []int{1, 1, 3, 2, 1}) {
-		t.Errorf("merged %v with %v series", names, counts)
-	}
-	if len(a[1].Metric) != 1 {
-		t.Error("merging changed an input family")
-	}
-}
-
-// syntheticView is n JVMs with the counters of a real G1 JVM's hsperfdata.
 func syntheticView(t testing.TB, n int, at time.Time) jvm.View {
 	t.Helper()
 	data, err := os.ReadFile(testenv.RepoRoot() + "/internal/hsperf/testdata/g1.hsperf")
@@ -293,3 +268,13 @@ func renderSet(t testing.TB, c *jvmCollector, set *jvmSet, openMetrics bool) str
 	}
 	return buf.String()
 }
+
+// setCollector is an unchecked collector of one set's per-JVM series.
+type setCollector struct {
+	c   *jvmCollector
+	set *jvmSet
+}
+
+func (setCollector) Describe(chan<- *prometheus.Desc) {}
+
+func (s setCollector) Collect(ch chan<- prometheus.Metric) { s.c.send(s.set, ch) }

@@ -113,7 +113,7 @@ func (ec *ExecutorCollector) Handler(g prometheus.Gatherer, opts promhttp.Handle
 			}
 		}
 		set := jc.snapshot()
-		mfs, err := ec.gatherWith(set, g)
+		mfs, err := ec.gatherWith(set, false, g)
 		if err != nil {
 			// promhttp logs, counts (promhttp_metric_handler_errors_total)
 			// and answers as opts say; errors are rare, a second gather
@@ -128,15 +128,11 @@ func (ec *ExecutorCollector) Handler(g prometheus.Gatherer, opts promhttp.Handle
 	})
 }
 
-// gatherWith gathers every collector, the jvm collector from set without
-// its per-JVM series (nil: there is no jvm collector), and g.
-func (ec *ExecutorCollector) gatherWith(set *jvmSet, g prometheus.Gatherer) ([]*dto.MetricFamily, error) {
-	var c prometheus.Collector = ec
-	if set != nil {
-		c = servedApart{ec: ec, set: set}
-	}
+// gatherWith gathers every collector, the jvm collector from set (nil:
+// there is none), with its per-JVM series or without, and g.
+func (ec *ExecutorCollector) gatherWith(set *jvmSet, perJVM bool, g prometheus.Gatherer) ([]*dto.MetricFamily, error) {
 	reg := prometheus.NewRegistry()
-	if err := reg.Register(c); err != nil {
+	if err := reg.Register(fromSnapshot{ec: ec, set: set, perJVM: perJVM}); err != nil {
 		return nil, err
 	}
 	return prometheus.Gatherers{reg, g}.Gather()

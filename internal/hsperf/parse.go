@@ -149,21 +149,6 @@ func byteOrder(field byte) binary.ByteOrder {
 	return nil
 }
 
-// UsedBytes is how many bytes of the file the prologue at the start of b
-// says the JVM has filled (Snapshot.Used), without parsing the rest: a
-// reader that holds the file open reads that much of it. It is 0 when b
-// does not start with a prologue.
-func UsedBytes(b []byte) int {
-	if len(b) < prologueSize || binary.BigEndian.Uint32(b[0:4]) != magic {
-		return 0
-	}
-	order := byteOrder(b[4])
-	if order == nil {
-		return 0
-	}
-	return int(order.Uint32(b[8:12]))
-}
-
 // prologue checks b's prologue and fills in s's header fields. It returns
 // the byte order, the offset of the first entry and how many there are.
 func prologue(b []byte, s *Snapshot) (binary.ByteOrder, int, uint32, error) {

@@ -1,12 +1,9 @@
 package hsperf
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"testing"
 )
 
@@ -262,29 +259,4 @@ func entryLength(t *testing.T, b []byte, i int) int {
 		off += int(binary.LittleEndian.Uint32(b[off:]))
 	}
 	return int(binary.LittleEndian.Uint32(b[off:]))
-}
-
-// UsedBytes reads the used field as Parse does, from the prologue alone,
-// and says 0 for what is not a prologue.
-func TestUsedBytes(t *testing.T) {
-	for _, name := range []string{"g1", "parallel", "serial"} {
-		data, err := os.ReadFile(filepath.Join("testdata", name+".hsperf"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		snap, err := Parse(data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := UsedBytes(data[:prologueSize]); got != int(snap.Used) || got == 0 {
-			t.Errorf("%s: UsedBytes %d, Parse's Used %d", name, got, snap.Used)
-		}
-		bad := bytes.Clone(data[:prologueSize])
-		bad[4] = 7
-		for what, b := range map[string][]byte{"short": data[:prologueSize-1], "zeros": make([]byte, prologueSize), "byte order 7": bad} {
-			if got := UsedBytes(b); got != 0 {
-				t.Errorf("%s, %s: UsedBytes %d, want 0", name, what, got)
-			}
-		}
-	}
 }

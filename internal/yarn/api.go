@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/executor-exporter/executor_exporter/internal/cgroupid"
 	"github.com/executor-exporter/executor_exporter/internal/labelvalue"
 )
 
@@ -158,23 +159,7 @@ func (c APIContainer) check() (APIContainer, error) {
 // container_<cluster timestamp>_<app>_<attempt>_<container>, or the
 // epoch form container_e<epoch>_<timestamp>_<app>_<attempt>_<container>.
 func ValidContainerID(s string) bool {
-	rest, ok := strings.CutPrefix(s, "container_")
-	if !ok || len(s) > 128 {
-		return false
-	}
-	parts := strings.Split(rest, "_")
-	if len(parts) == 5 && len(parts[0]) > 1 && parts[0][0] == 'e' && digits(parts[0][1:]) {
-		parts = parts[1:]
-	}
-	if len(parts) != 4 {
-		return false
-	}
-	for _, p := range parts {
-		if !digits(p) {
-			return false
-		}
-	}
-	return true
+	return len(s) <= 128 && cgroupid.IsYARNContainer(s)
 }
 
 // AppIDOf returns the application id of a container id:

@@ -25,8 +25,8 @@ func ExampleSource() {
 	s.Start()
 	defer s.Stop()
 
-	// /proc/<pid>/environ, /proc/<pid>/cmdline and the /proc/<pid>/cwd link.
-	id, _ := yarn.ContainerIDOf([]byte("CONTAINER_ID=container_1700000000000_0042_01_000002\x00"), nil, "")
+	// The container of a JVM: its CONTAINER_ID, or its log directory.
+	id := "container_1700000000000_0042_01_000002"
 	var c yarn.Container
 	for ok := false; !ok; c, ok = s.Container(id) {
 		time.Sleep(10 * time.Millisecond) // the first poll; callers never wait
