@@ -294,7 +294,13 @@
               changes(%(peak)s[%(w)s]) >= %(rises)d
               and on(%(cluster)s, instance, pid)
               %(peak)s - min_over_time(%(peak)s[%(w)s]) >= %(minGrowth)d
+              and on(%(cluster)s, instance, pid)
+              %(peak)s - %(peak)s offset %(half)ds >= %(halfGrowth)d
+              and on(%(cluster)s, instance, pid)
+              %(peak)s offset %(half)ds - min_over_time(%(peak)s[%(w)s]) >= %(halfGrowth)d
             ||| % {
+              halfGrowth: c.budgetTrendGrowthThreshold * 1048576 / 4,
+              half: std.parseInt(std.rstripChars(c.budgetTrendWindow, 's')) / 2,
               secondsLeft: secondsLeft,
               horizon: c.budgetTrendMinutes * 60,
               cluster: c.clusterLabel,

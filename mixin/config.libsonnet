@@ -60,12 +60,15 @@
     // over budgetTrendPeakWindow, which only new highs move: a GC cycle,
     // the heap committing more (which lowers the non-heap until the new
     // heap is touched) and the recovery from it make none. The peak must
-    // have risen budgetTrendRisesThreshold times in the window (a step rises
-    // once), by budgetTrendGrowthThreshold MiB at least (a JIT warming up, a
-    // pool filling by a few MiB); and only what the JVM holds after
+    // have risen in each half of the window by a quarter of
+    // budgetTrendGrowthThreshold (a step, or the last of a recovery, rises
+    // in one), budgetTrendRisesThreshold times in all, by
+    // budgetTrendGrowthThreshold MiB at least (a JIT warming up, a pool
+    // filling by a few MiB); and only what the JVM holds after
     // budgetTrendMinAge counts (start-up: class loading, the JIT, thread
-    // pools).
-    budgetTrendWindow: '2m',
+    // pools). The window, in seconds, must hold two of the exporter's
+    // readings in each half (a JVM far from its limit is read every 30 s).
+    budgetTrendWindow: '90s',
     budgetTrendPeakWindow: '10m',
     budgetTrendRisesThreshold: 3,
     budgetTrendGrowthThreshold: 8,
