@@ -49,7 +49,8 @@ HELM     := $(HELM_DIR)/helm
 # An OpenTelemetry Collector with the prometheus receiver and the OTLP/HTTP
 # exporter, for test/otel: built by the OpenTelemetry Collector Builder from
 # test/otel/builder.yaml (every component at the builder's version) into the
-# cache, once per version and manifest; about 6 minutes cold.
+# cache, once per version and manifest; cold, about 6 minutes of CPU (12 on
+# two cores shared with another build).
 OTELCOL_VERSION ?= v0.165.0
 OTELCOL_DIR := $(TOOLS_DIR)/otelcol-$(OTELCOL_VERSION)-$(shell sha256sum test/otel/builder.yaml 2>/dev/null | cut -c1-12)
 OTELCOL     := $(OTELCOL_DIR)/build/otelcol-executor
