@@ -60,6 +60,13 @@ type process struct {
 // output if the test failed.
 func startProcess(t *testing.T, name string, cmd *exec.Cmd) *process {
 	t.Helper()
+	return startProcessFor(t, t, name, cmd)
+}
+
+// startProcessFor is startProcess for a process that outlives the subtest
+// t that starts it: it is killed when owner ends.
+func startProcessFor(t, owner *testing.T, name string, cmd *exec.Cmd) *process {
+	t.Helper()
 	p := &process{name: name, cmd: cmd, done: make(chan struct{})}
 	cmd.Stdout = testenv.LockedWriter{Mu: &p.mu, W: &p.out}
 	cmd.Stderr = testenv.LockedWriter{Mu: &p.mu, W: &p.out}
@@ -71,11 +78,11 @@ func startProcess(t *testing.T, name string, cmd *exec.Cmd) *process {
 		t.Fatalf("start %s: %v", name, err)
 	}
 	go func() { _ = cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
+	owner.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		<-p.done
-		if t.Failed() {
-			t.Logf("%s output:\n%s", name, p.Output())
+		if owner.Failed() {
+			owner.Logf("%s output:\n%s", name, p.Output())
 		}
 	})
 	return p
@@ -114,6 +121,7 @@ func (p *process) Stop(t *testing.T) {
 
 // cluster is etcd and a kube-apiserver on loopback, and an admin.
 type cluster struct {
+	t          *testing.T // the test the cluster lives for
 	dir, bin   string
 	pki        pki
 	etcdURL    string
@@ -130,7 +138,7 @@ type cluster struct {
 func startCluster(t *testing.T) *cluster {
 	t.Helper()
 	testenv.RequireRoot(t) // memory cgroups and the exporter's mount namespace
-	c := &cluster{dir: t.TempDir(), bin: kubeDir(t)}
+	c := &cluster{t: t, dir: t.TempDir(), bin: kubeDir(t)}
 	c.pki = newPKI(t, filepath.Join(c.dir, "pki"))
 	c.AdminToken = randomToken(t)
 	// token,user,uid,"groups": system:masters is bound to cluster-admin.
@@ -180,7 +188,7 @@ func (c *cluster) StartAPIServer(t *testing.T) {
 		// clusters allow (kubeadm, EKS, GKE and AKS all set this).
 		"--allow-privileged=true",
 		"--profiling=false", "-v=1")
-	c.apiserver = startProcess(t, "kube-apiserver", cmd)
+	c.apiserver = startProcessFor(t, c.t, "kube-apiserver", cmd)
 	p := c.apiserver
 	testenv.WaitFor(t, 3*time.Minute, "kube-apiserver to be ready", func() bool {
 		if p.Exited() {
