@@ -255,7 +255,7 @@ func (c *oomCollector) lookupOwner(memcg string) (oom.Victim, bool) {
 
 // victimOf is the part of a JVM's sample that judging a kill needs.
 func victimOf(s jvm.Sample) oom.Victim {
-	return oom.Victim{
+	v := oom.Victim{
 		PID: s.PID, Role: s.Role, AppID: s.AppID, ExecutorID: s.ExecutorID, SampledAt: s.Time,
 		HeapUsed: s.HeapUsed, HeapCommitted: s.HeapCommitted, HeapMax: s.HeapMax, NonHeapCommitted: s.NonHeapCommitted,
 		RSSJVM: s.RSSJVM, RSSPython: s.RSSPython, RSSOther: s.RSSOther,
@@ -263,6 +263,10 @@ func victimOf(s jvm.Sample) oom.Victim {
 		Growth:       s.Native.Growth(),
 		PeakHeapLive: s.Peaks.HeapLive, PeakNonHeap: s.Peaks.NonHeap, PeakPython: s.Peaks.Python,
 	}
+	if s.Native != nil {
+		v.Breakdown, v.HasBreakdown = s.Native.Last, true
+	}
+	return v
 }
 
 // logKill writes the one line an on-call engineer reads about a kill: who,

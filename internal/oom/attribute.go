@@ -34,6 +34,10 @@ type Victim struct {
 	// Growth is what grew most outside the heap since the JVM's first
 	// minute, from its last breakdown by region; zero without one.
 	Growth nativemem.Growth
+	// Breakdown is the JVM's last breakdown by region (HasBreakdown), the
+	// base a region is inferred against when no breakdown saw the growth.
+	Breakdown    nativemem.Reading
+	HasBreakdown bool
 
 	// The highest figures since the JVM was first read (jvm.Peaks), which
 	// size the advice; 0 when unknown.

@@ -33,6 +33,11 @@ func FuzzParse(f *testing.F) {
 		// Commas inside values: nodemask, cpuset and memcg paths may have them.
 		"6,1,2,-;oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=0,2,cpuset=a,b,mems_allowed=0,2-3,oom_memcg=/x,y,task_memcg=/x,y/z,task=my,task,pid=5,uid=7",
 		"6,1,2,-;oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0,oom_memcg=/a,task_memcg=/a,task=ja", // cut short
+		// The memcg report's lines.
+		"6,1,2,-;memory: usage 99999999999999999999kB, limit 1kB, failcnt 0",
+		"6,1,2,-;kmem: usage kB, limit 1kB",
+		"6,1,2,-;Memory cgroup stats for \xff:",
+		"6,1,2,-;shmem 18446744073709551616",
 	} {
 		f.Add([]byte(rec))
 	}
@@ -47,10 +52,20 @@ func FuzzParse(f *testing.F) {
 		if !ok {
 			return
 		}
-		if line.PID <= 0 {
-			t.Fatalf("line with pid %d", line.PID)
+		switch line.Kind {
+		case KindSummary, KindKilled, KindChosen:
+			if line.PID <= 0 {
+				t.Fatalf("line with pid %d", line.PID)
+			}
+		case KindUsage, KindStat:
+			if line.Key == "" || len(line.Key) > 64 {
+				t.Fatalf("report line with key %q", line.Key)
+			}
+		case KindStatsHeader:
+		default:
+			t.Fatalf("line of kind %d", line.Kind)
 		}
-		for _, s := range []string{line.Task, line.Constraint, line.OOMMemcg, line.TaskMemcg, line.Scope} {
+		for _, s := range []string{line.Task, line.Constraint, line.OOMMemcg, line.TaskMemcg, line.Scope, line.Key, line.Memcg} {
 			if len(s) > maxFieldBytes || !utf8.ValidString(s) {
 				t.Fatalf("field %q: %d bytes or invalid UTF-8", s, len(s))
 			}

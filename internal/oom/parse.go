@@ -36,6 +36,18 @@ const (
 	// sacrifice child", printed before the Killed line (which may name a
 	// child instead); it gives 4.x kills their scope.
 	KindChosen
+	// KindUsage is the memcg report's "memory: usage NkB, limit NkB,
+	// failcnt N" (Key "memory") or cgroup v1's "kmem: usage NkB, …" (Key
+	// "kmem"), printed before the kill: Value is the usage in bytes.
+	KindUsage
+	// KindStatsHeader is "Memory cgroup stats for <path>:", which the
+	// container's memory.stat follows, a "key value" record per line
+	// (KindStat) on Linux 5.x+, cgroup v1 and v2 alike.
+	KindStatsHeader
+	// KindStat is one "key value" line: Key and Value (bytes, as
+	// memory.stat has them). Any record of that shape is one; only those
+	// after a KindStatsHeader are memory.stat's (Assembler).
+	KindStat
 )
 
 // Line is what one OOM-killer record says. Fields the line does not carry
@@ -58,6 +70,12 @@ type Line struct {
 	FileRSSKiB  uint64
 	ShmemRSSKiB uint64
 	TotalVMKiB  uint64
+
+	// From the memcg report: KindUsage, KindStat (Key, Value) and
+	// KindStatsHeader (Memcg, the group whose stats follow).
+	Key   string
+	Value uint64
+	Memcg string
 }
 
 // maxFieldBytes caps every string taken from a record: cgroup paths and
@@ -117,6 +135,9 @@ func Parse(record []byte) (line Line, ok bool, err error) {
 		}
 		return Line{Kind: KindChosen, PID: pid, Scope: capString(string(msg[:i]))}, true, nil
 	}
+	if line, ok, err := parseReport(msg); ok || err != nil {
+		return line, ok, err
+	}
 	if i := bytes.Index(msg, []byte("Killed process ")); i >= 0 {
 		scope := msg[:i]
 		switch {
@@ -134,6 +155,47 @@ func Parse(record []byte) (line Line, ok bool, err error) {
 		return line, err == nil, err
 	}
 	return Line{}, false, nil
+}
+
+// parseReport reads the lines of the memcg OOM report that say what the
+// container held (mem_cgroup_print_oom_meminfo): "memory: usage …",
+// "kmem: usage …", "Memory cgroup stats for <path>:" and memory.stat's
+// "key value" lines.
+func parseReport(msg []byte) (Line, bool, error) {
+	for _, key := range []string{"memory", "kmem"} {
+		rest, found := bytes.CutPrefix(msg, []byte(key+": usage "))
+		if !found {
+			continue
+		}
+		n, _, _ := bytes.Cut(rest, []byte{','})
+		kib, err := strconv.ParseUint(string(bytes.TrimSuffix(n, []byte("kB"))), 10, 64)
+		if err != nil || kib > 1<<50 {
+			return Line{}, false, fmt.Errorf("%w: %s usage %q", ErrMalformed, key, capString(string(n)))
+		}
+		return Line{Kind: KindUsage, Key: key, Value: kib << 10}, true, nil
+	}
+	if rest, found := bytes.CutPrefix(msg, []byte("Memory cgroup stats for ")); found {
+		return Line{Kind: KindStatsHeader, Memcg: capString(string(bytes.TrimSuffix(rest, []byte{':'})))}, true, nil
+	}
+	key, value, found := bytes.Cut(msg, []byte{' '})
+	if !found || len(key) == 0 || len(key) > 64 || len(value) == 0 || len(value) > 20 {
+		return Line{}, false, nil
+	}
+	for _, c := range key {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' {
+			return Line{}, false, nil
+		}
+	}
+	for _, c := range value {
+		if c < '0' || c > '9' {
+			return Line{}, false, nil
+		}
+	}
+	n, err := strconv.ParseUint(string(value), 10, 64)
+	if err != nil {
+		return Line{}, false, nil // beyond uint64: no memory.stat value
+	}
+	return Line{Kind: KindStat, Key: string(key), Value: n}, true, nil
 }
 
 // isScope accepts the messages oom_kill.c passes to __oom_kill_process:

@@ -158,6 +158,14 @@ func TestKernelLogs(t *testing.T) {
 			{PID: 12001, Task: "java", Constraint: ConstraintMemcg, OOMMemcg: "/kubepods.slice/kubepods-pod1.slice", TaskMemcg: "/kubepods.slice/kubepods-pod1.slice/cri-containerd-ab,cd.scope", AnonRSSKiB: 900000, FileRSSKiB: 1000},
 			{PID: 12050, Task: "python3", Constraint: ConstraintMemcg, OOMMemcg: "/kubepods.slice/kubepods-pod1.slice", AnonRSSKiB: 600000, FileRSSKiB: 100},
 		}},
+		// The whole memcg report of a kill on cgroup v1 (this machine's
+		// /dev/kmsg, a test's JVM): usage, kmem and memory.stat.
+		{"linux-6.18-memcg-v1-report.kmsg", []Kill{{PID: 1037, Task: "java", Constraint: ConstraintMemcg,
+			OOMMemcg:   "/executor-exporter-test-TestExitsLive_oom_killed_without_hsperfdata-e07984b2",
+			TaskMemcg:  "/executor-exporter-test-TestExitsLive_oom_killed_without_hsperfdata-e07984b2",
+			AnonRSSKiB: 260864, FileRSSKiB: 20412,
+			Report: Report{Known: true, Memcg: "/executor-exporter-test-TestExitsLive_oom_killed_without_hsperfdata-e07984b2",
+				Usage: 262144 << 10, Anon: 267313152, Kmem: 1096 << 10}}}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			data, err := os.ReadFile(filepath.Join("testdata", tc.file))
@@ -198,5 +206,44 @@ func TestAssemblerDoesNotMixVictims(t *testing.T) {
 	}
 	if _, ok := a.Add(Line{Kind: KindSummary, PID: 3}); ok {
 		t.Error("a summary alone completed a kill")
+	}
+}
+
+// TestReportV2 reads cgroup v2's memory.stat keys (anon, file, shmem,
+// kernel_stack), as mem_cgroup_print_oom_meminfo prints them, a line each,
+// and attaches the report only to a kill of the group it is about.
+func TestReportV2(t *testing.T) {
+	var a Assembler
+	for _, rec := range []string{
+		"6,1,1,-;memory: usage 262144kB, limit 262144kB, failcnt 0",
+		"6,2,2,-;swap: usage 0kB, limit 0kB, failcnt 0",
+		"6,3,3,-;Memory cgroup stats for /kubepods.slice/pod1:",
+		"6,4,4,-;anon 200000000",
+		"6,5,5,-;file 40000000",
+		"6,6,6,-;kernel 30000000",
+		"6,7,7,-;kernel_stack 16777216",
+		"6,8,8,-;shmem 1048576",
+		"6,9,9,-;oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0,oom_memcg=/kubepods.slice/pod1,task_memcg=/kubepods.slice/pod1,task=java,pid=7,uid=0",
+		"3,10,10,-;Memory cgroup out of memory: Killed process 7 (java) total-vm:1kB, anon-rss:2kB, file-rss:3kB, shmem-rss:0kB",
+	} {
+		line, ok, err := Parse([]byte(rec))
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", rec, err)
+		}
+		if !ok {
+			continue
+		}
+		if k, done := a.Add(line); done {
+			want := Report{Known: true, Memcg: "/kubepods.slice/pod1", Usage: 262144 << 10, Anon: 200000000, File: 40000000, Shmem: 1 << 20, KernelStack: 16 << 20}
+			if k.Report != want {
+				t.Errorf("report %+v, want %+v", k.Report, want)
+			}
+		}
+	}
+	// A kill of another group after it: not its report.
+	k, _ := a.Add(Line{Kind: KindSummary, PID: 8, Constraint: ConstraintMemcg, OOMMemcg: "/other", TaskMemcg: "/other"})
+	k, ok := a.Add(Line{Kind: KindKilled, PID: 8, Task: "java"})
+	if !ok || k.Report.Known {
+		t.Errorf("a kill of /other took the report of /kubepods.slice/pod1: %+v", k.Report)
 	}
 }

@@ -61,7 +61,7 @@ func (v Verdict) Explanation() string {
 func Judge(k Kill, s Victim, found bool) Verdict {
 	v := judgeCause(k, s, found)
 	if v.Cause == CauseNative {
-		nameRegion(&v, s)
+		nameRegion(&v, k, s)
 	}
 	return v
 }
@@ -72,9 +72,10 @@ const RegionPython = nativemem.Python
 
 // nameRegion says which native memory filled the container: the region
 // that grew most since the JVM's first minute, or the Python workers when
-// they hold more than that growth and a quarter of what is not heap. Its
-// advice replaces the generic one.
-func nameRegion(v *Verdict, s Victim) {
+// they hold more than that growth and a quarter of what is not heap; when
+// no breakdown saw a region grow by InferMinBytes, the region inferred by
+// elimination (inferRegion). Its advice replaces the generic one.
+func nameRegion(v *Verdict, k Kill, s Victim) {
 	g := s.Growth
 	usage, _ := s.usage()
 	nonHeap := usage - min(usage, s.HeapCommitted)
@@ -85,14 +86,34 @@ func nameRegion(v *Verdict, s Victim) {
 		v.Region = RegionPython
 		v.Reason += fmt.Sprintf("; Python workers hold %.0f MiB", float64(s.RSSPython)/(1<<20))
 		v.Advice = s.pythonAdvice()
-	case g.Region != "":
-		v.Region = g.Region
-		v.Reason += "; " + g.String()
-		if a := nativemem.Advice(g.Region); a != "" {
-			// The region's own remedy, then what gets the executor
-			// through meanwhile.
-			v.Advice = a + "; meanwhile, " + s.overheadAdvice(nonHeap)
+	case g.Region == "" || g.Bytes < InferMinBytes:
+		region, detail := inferRegion(k, s)
+		if region == "" {
+			if g.Region != "" {
+				nameGrowth(v, g, s, nonHeap)
+			}
+			return
 		}
+		v.Region = region
+		v.Reason += "; " + detail
+		a := nativemem.Advice(region)
+		if region == RegionDirectOrMalloc {
+			a = directOrMallocAdvice
+		}
+		v.Advice = a + "; meanwhile, " + s.overheadAdvice(nonHeap)
+	default:
+		nameGrowth(v, g, s, nonHeap)
+	}
+}
+
+// nameGrowth names the region the breakdowns saw grow most.
+func nameGrowth(v *Verdict, g nativemem.Growth, s Victim, nonHeap uint64) {
+	v.Region = g.Region
+	v.Reason += "; " + g.String()
+	if a := nativemem.Advice(g.Region); a != "" {
+		// The region's own remedy, then what gets the executor through
+		// meanwhile.
+		v.Advice = a + "; meanwhile, " + s.overheadAdvice(nonHeap)
 	}
 }
 
