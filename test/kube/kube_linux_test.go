@@ -23,8 +23,8 @@ const (
 	exporterSA = "executor-exporter"
 )
 
-// The node the exporter runs on, its labels, and the pool it moves to
-// while the API server is down.
+// The node the exporter runs on, its labels, and the pool it is moved to
+// when the API server comes back.
 var nodeLabels = map[string]string{
 	"karpenter.sh/nodepool":            "spark-executors",
 	"karpenter.sh/capacity-type":       "spot",
