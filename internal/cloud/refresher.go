@@ -196,6 +196,11 @@ func (r *Refresher) Snapshot() Snapshot {
 	return s
 }
 
+// backoff is the wait after the next failure: twice this one's, never
+// more than the refresh interval, so that a doubling never overflows into
+// no wait at all.
+func backoff(retry, interval time.Duration) time.Duration { return min(2*retry, interval) }
+
 func (r *Refresher) refreshLoop(ctx context.Context, firstRefresh chan<- struct{}) {
 	defer r.wg.Done()
 	retry := minRetry
@@ -207,7 +212,7 @@ func (r *Refresher) refreshLoop(ctx context.Context, firstRefresh chan<- struct{
 			}
 			level.Warn(r.logger).Log("msg", "Cloud metadata refresh failed", "retry_in", min(retry, wait), "err", err)
 			wait = min(retry, wait)
-			retry = min(2*retry, r.cfg.RefreshInterval)
+			retry = backoff(retry, r.cfg.RefreshInterval)
 		} else {
 			retry = minRetry
 		}

@@ -333,3 +333,20 @@ func TestCloudPollsOnlyWithAProvider(t *testing.T) {
 		return false
 	})
 }
+
+// However many refreshes fail in a row, the wait between two stays
+// between the first retry and the refresh interval.
+func TestBackoffStaysBounded(t *testing.T) {
+	for _, interval := range []time.Duration{time.Second, time.Minute, time.Hour, 24 * time.Hour} {
+		retry := minRetry
+		for i := range 100 {
+			retry = backoff(retry, interval)
+			if retry < min(minRetry, interval) || retry > interval {
+				t.Fatalf("interval %v: failure %d waits %v", interval, i+1, retry)
+			}
+		}
+		if retry != interval {
+			t.Errorf("interval %v: after 100 failures the wait is %v, want the interval", interval, retry)
+		}
+	}
+}
