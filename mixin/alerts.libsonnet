@@ -87,8 +87,10 @@
     { record: peakRecord, expr: 'max_over_time(%s[%s])\n' % [used, c.budgetTrendPeakWindow] },
     {
       record: 'executor:memory_overhead_budget_exhaustion:seconds',
+      // No budget (heap max at or above the limit) is
+      // ExecutorMemoryConfigurationDoomed's: no time to limit.
       expr: |||
-        clamp_min(%(budget)s - %(used)s, 0)
+        clamp_min((%(budget)s > 0) - %(used)s, 0)
         /
         (%(rate)s > 0)
       ||| % { budget: budget, used: used, rate: trendRate },
