@@ -300,6 +300,10 @@
               %(peak)s - %(peak)s offset %(half)ds >= %(halfGrowth)d
               and on(%(cluster)s, instance, pid)
               %(peak)s offset %(half)ds - min_over_time(%(peak)s[%(w)s]) >= %(halfGrowth)d
+              and on(%(cluster)s, instance, pid)
+              4 * (%(peak)s - %(peak)s offset %(half)ds) >= %(peak)s - min_over_time(%(peak)s[%(w)s])
+              and on(%(cluster)s, instance, pid)
+              4 * (%(peak)s offset %(half)ds - min_over_time(%(peak)s[%(w)s])) >= %(peak)s - min_over_time(%(peak)s[%(w)s])
             ||| % {
               halfGrowth: c.budgetTrendGrowthThreshold * 1048576 / 4,
               half: std.parseInt(std.rstripChars(c.budgetTrendWindow, 's')) / 2,

@@ -61,8 +61,9 @@
     // the heap committing more (which lowers the non-heap until the new
     // heap is touched) and the recovery from it make none. The peak must
     // have risen in each half of the window by a quarter of
-    // budgetTrendGrowthThreshold (a step, or the last of a recovery, rises
-    // in one), budgetTrendRisesThreshold times in all, by
+    // budgetTrendGrowthThreshold and a quarter of its rise over the window
+    // at least (a step, or the last of a recovery, rises in one half; a
+    // trend in both), budgetTrendRisesThreshold times in all, by
     // budgetTrendGrowthThreshold MiB at least (a JIT warming up, a pool
     // filling by a few MiB); and only what the JVM holds after
     // budgetTrendMinAge counts (start-up: class loading, the JIT, thread
