@@ -23,9 +23,20 @@ import (
 // Main classes of the stand-ins in test/java.
 const (
 	ExecutorClass = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
-	DriverClass   = "org.apache.spark.deploy.SparkSubmit"
-	IdleClass     = "standin.Idle"
+	// YarnExecutorClass is the main class of an executor container on
+	// YARN; it takes YARN's arguments (YarnExecutorArgs) before or among
+	// the stand-in's.
+	YarnExecutorClass = "org.apache.spark.executor.YarnCoarseGrainedExecutorBackend"
+	DriverClass       = "org.apache.spark.deploy.SparkSubmit"
+	IdleClass         = "standin.Idle"
 )
+
+// YarnExecutorArgs are the arguments Spark's ApplicationMaster gives an
+// executor container (ExecutorRunnable.prepareCommand).
+func YarnExecutorArgs(appID, executorID string) []string {
+	return []string{"--driver-url", "spark://CoarseGrainedScheduler@node-0:40123", "--executor-id", executorID,
+		"--hostname", "node-1", "--cores", "1", "--app-id", appID, "--resourceProfileId", "0"}
+}
 
 // RequireJava stops the test when java/javac are missing: a failure in CI
 // (where they must be installed), a skip with the reason elsewhere.

@@ -23,7 +23,8 @@ func startContainer(t *testing.T, id string, jvmArgs, args []string) (*testjvm.J
 	if err != nil {
 		t.Fatal(err)
 	}
-	j := testjvm.Start(t, testjvm.Options{JVMArgs: append(l.JVMArgs, jvmArgs...), Args: args, Prelude: l.Prelude})
+	j := testjvm.Start(t, testjvm.Options{MainClass: testjvm.YarnExecutorClass, JVMArgs: append(l.JVMArgs, jvmArgs...),
+		Args: append(testjvm.YarnExecutorArgs(app, "2"), args...), Prelude: l.Prelude})
 	return j, l
 }
 
@@ -165,7 +166,8 @@ func checkLaunch(t *testing.T, pid int, id string, l yarntest.ContainerLaunch) {
 	cwd, _ := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
 	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 	if !strings.Contains(string(env), "CONTAINER_ID="+id+"\x00") || cwd != l.Dir || !strings.HasSuffix(cwd, "/appcache/"+app+"/"+id) ||
-		!strings.Contains(string(cmdline), "-Dspark.yarn.app.container.log.dir="+l.LogDir) {
+		!strings.Contains(string(cmdline), "-Dspark.yarn.app.container.log.dir="+l.LogDir) ||
+		!strings.Contains(string(cmdline), "\x00"+testjvm.YarnExecutorClass+"\x00--driver-url\x00") {
 		t.Errorf("launch: cwd %q, environ has CONTAINER_ID %v, cmdline %q", cwd, strings.Contains(string(env), "CONTAINER_ID="+id), cmdline)
 	}
 }
