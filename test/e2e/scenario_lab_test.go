@@ -161,6 +161,7 @@ func (lab *scenarioLab) run(t *testing.T, sc scenario) *scenarioResult {
 	t.Helper()
 	r := &scenarioResult{}
 	var jvms []*testjvm.JVM
+	var cgroups []testenv.MemoryCgroup
 	for i, x := range sc.Executors {
 		var cg testenv.MemoryCgroup
 		if sc.Node > 0 {
@@ -174,6 +175,7 @@ func (lab *scenarioLab) run(t *testing.T, sc scenario) *scenarioResult {
 		}
 		args := append([]string{mode, "--executor-id", strconv.Itoa(i + 1), "--app-id", "app-" + sc.Name,
 			"--exit-after-s", strconv.Itoa(int(sc.Watch.Seconds()) + 120)}, x.Args...)
+		cgroups = append(cgroups, cg)
 		j := testjvm.Start(t, testjvm.Options{JVMArgs: x.JVMArgs, Args: args, Cgroup: cg.Procs()})
 		if r.Start.IsZero() {
 			r.Start = time.Now()
@@ -182,11 +184,33 @@ func (lab *scenarioLab) run(t *testing.T, sc scenario) *scenarioResult {
 		r.PIDs = append(r.PIDs, j.PID)
 	}
 	deadline := time.After(sc.Watch)
-	ended := make(chan scenarioEnd, len(jvms))
+	ended := make(chan scenarioEnd, 2*len(jvms))
 	for _, j := range jvms {
 		go func() {
 			<-j.Done()
 			ended <- scenarioEnd{Kind: endKind(j.Err()), At: time.Now()}
+		}()
+	}
+	// A process the kernel kills in an executor's container need not be
+	// the JVM: a PySpark worker grown larger than its JVM is killed
+	// instead, and the JVM lives on. Either kill ends the scenario.
+	stop := make(chan struct{})
+	defer close(stop)
+	for _, cg := range cgroups {
+		go func() {
+			tick := time.NewTicker(250 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+				}
+				if n, err := oomKills(cg); err == nil && n > 0 {
+					ended <- scenarioEnd{Kind: endKilled, At: time.Now()}
+					return
+				}
+			}
 		}()
 	}
 	exporter := lab.Exporter.Addr
@@ -287,9 +311,14 @@ func recordAlerts(t *testing.T, p *promServer) *alertRecorder {
 					rec.records[key] = r
 				}
 				r.LastSeen = now
-				r.Description = a.Annotations["description"]
+				// The description as it was when the alert fired (as
+				// notified), or while pending: not after the executor's
+				// end, when its series are going.
 				if a.State == "firing" && r.Firing.IsZero() {
 					r.Firing = now
+					r.Description = a.Annotations["description"]
+				} else if r.Firing.IsZero() {
+					r.Description = a.Annotations["description"]
 				}
 			}
 			rec.mu.Unlock()
@@ -371,4 +400,23 @@ func (r *scenarioResult) alert(name string) *alertRecord {
 		}
 	}
 	return nil
+}
+
+// oomKills is a cgroup's count of OOM kills (testenv.MemoryCgroup.OOMKills,
+// which fails the test, for a goroutine of its own).
+func oomKills(cg testenv.MemoryCgroup) (uint64, error) {
+	file := "memory.events"
+	if cg.Version == 1 {
+		file = "memory.oom_control"
+	}
+	data, err := os.ReadFile(filepath.Join(cg.Dir, file))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
+			return strconv.ParseUint(v, 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("no oom_kill line in %s", file)
 }

@@ -25,7 +25,12 @@ rules (mixin/generated) with a ` + scenarioInterval + ` scrape and evaluation in
 (15-30 s is usual: an alert then goes pending up to an interval later), and
 Alertmanager notifies a webhook. Times are seconds after the executor
 started; "lead" is how long before the executor's end (the kernel's OOM
-kill, or OutOfMemoryError) the alert went pending.
+kill, or OutOfMemoryError) the alert went pending. A leak that starts after
+the executor (the trend and leak scenarios: 65 s after) is held from its
+own start: every leak that takes 2 minutes or more to its kill has a
+warning pending 60 s before it at least, and one of 5 minutes or more for
+half its time. A healthy executor has nothing pending or firing after its
+first minute.
 
 `)
 	b.WriteString("| scenario | what | end | max non-heap / budget | max (heap max + non-heap) / limit |\n|---|---|---|---|---|\n")

@@ -45,6 +45,10 @@ type scenario struct {
 	// Region is what the kill's verdict must name: the region of native
 	// memory that grew (executor_oom_kills_total's region label).
 	Region string
+	// LeakStart is when a leak starts after the JVM (0: not said, the
+	// JVM's start); what a leak's warning is held to (checkScenario) is
+	// measured from it.
+	LeakStart time.Duration
 }
 
 var (
@@ -100,6 +104,41 @@ var scenarios = []scenario{
 	leakScenario("leak-threads", "thread_stacks", "threads that never end, 160 KiB of stack each", "--kind", "threads", "--stack-kb", "160"),
 	leakScenario("leak-classes", "metaspace", "generated classes, one class loader each", "--kind", "classes"),
 	leakScenario("leak-tmpfs", "shmem", "spill files written to /dev/shm (tmpfs pages charged to the container)", "--kind", "shm", "--file", "/dev/shm/executor-exporter-scenario-leak-tmpfs"),
+	// Leaks at the rates a time to limit is for (1, 3 and 10 MiB/s), of
+	// each kind of memory outside the heap, in the same container: 256 MiB
+	// heap in 640 MiB, the leak starting after the JVM's first minute.
+	trendScenario("trend-direct-1", "native_mmap", 1, 4, "4 MiB direct buffers", "--kind", "direct-large"),
+	trendScenario("trend-malloc-3", "malloc", 3, 1, "64 KiB direct buffers from 8 threads (glibc arenas)", "--kind", "direct-small"),
+	trendScenario("trend-threads-3", "thread_stacks", 3, 1, "threads that never end, 160 KiB of stack each", "--kind", "threads", "--stack-kb", "160"),
+	trendScenario("trend-classes-3", "metaspace", 3, 1, "generated classes, one class loader each", "--kind", "classes"),
+	trendScenario("trend-tmpfs-3", "shmem", 3, 1, "spill files written to /dev/shm", "--kind", "shm", "--file", "/dev/shm/executor-exporter-scenario-trend-tmpfs"),
+	trendScenario("trend-direct-10", "native_mmap", 10, 4, "4 MiB direct buffers", "--kind", "direct-large"),
+	{
+		Name: "trend-python-1", Region: "python", Watch: 14 * time.Minute, LeakStart: 65 * time.Second,
+		What:      "256 MiB heap in 640 MiB; a Python worker holding 32 MiB grows 1 MiB/s after 65 s",
+		Executors: one(sparkLimit, append([]string{"-Xmx256m"}, g1...), "--live-mb", "100", "--churn-mb-s", "20", "--python-mb", "32", "--leak-after-s", "65", "--python-leak-mb-s", "1"),
+	},
+	// Healthy shapes a time to limit must not take for a leak.
+	{
+		Name: "healthy-small-xms", Healthy: true, Watch: 5 * time.Minute,
+		What:      "512 MiB heap grown from a small -Xms (ParallelGC, -Xms32m) in 640 MiB: live data ramps to 300 MiB at 2 MiB/s, past the first minute, 40 MiB/s garbage",
+		Executors: one(sparkLimit, []string{"-Xms32m", "-Xmx512m", "-XX:+UseParallelGC"}, "--live-mb", "300", "--ramp-mb-s", "2", "--churn-mb-s", "40"),
+	},
+	{
+		Name: "healthy-churn", Healthy: true, Watch: 5 * time.Minute,
+		What:      "the same container, heap from nothing (-Xmx only), 100 MiB live, 200 MiB/s garbage",
+		Executors: one(sparkLimit, append([]string{"-Xmx576m"}, g1...), "--live-mb", "100", "--churn-mb-s", "200"),
+	},
+	{
+		Name: "healthy-pyspark-idle", Healthy: true, Watch: 5 * time.Minute,
+		What:      "512 MiB heap (fully touched) + 128 MiB; an idle Python worker holding 48 MiB",
+		Executors: one(sparkLimit, append([]string{"-Xms512m", "-Xmx512m", "-XX:+AlwaysPreTouch"}, g1...), "--live-mb", "200", "--churn-mb-s", "40", "--python-mb", "48"),
+	},
+	{
+		Name: "healthy-page-cache", Healthy: true, Watch: 5 * time.Minute,
+		What:      "256 MiB heap in 640 MiB; a 1 GiB file on disk read again and again at 64 MiB/s: the container full of page cache",
+		Executors: one(sparkLimit, append([]string{"-Xmx256m"}, g1...), "--live-mb", "150", "--churn-mb-s", "40", "--page-cache-mb", "1024", "--page-cache-file", pageCacheFile),
+	},
 	{
 		Name: "node-overcommit", Node: 1024, Watch: 10 * time.Minute,
 		What: "three executors, each healthy alone (320 MiB heap in 384 MiB), on a 1 GiB node; heaps grow 1.5 MiB/s to 300 MiB live",
@@ -113,9 +152,32 @@ var scenarios = []scenario{
 	},
 }
 
+// trendScenario is a leak of rate MiB/s in steps of step MiB, of the
+// Leak stand-in's kind, starting 65 s after the JVM.
+func trendScenario(name, region string, rate, step float64, what string, args ...string) scenario {
+	watch := 14 * time.Minute
+	if rate >= 3 {
+		watch = 6 * time.Minute
+	}
+	return scenario{
+		Name: name, Region: region, Watch: watch, LeakStart: 65 * time.Second,
+		What: fmt.Sprintf("256 MiB heap in 640 MiB; after 65 s, %s leak %g MiB/s", what, rate),
+		Executors: []scenarioJVM{{
+			JVMArgs: append([]string{"-Xmx256m", "-XX:MaxDirectMemorySize=2g"}, g1...),
+			Args: append([]string{"--after-s", "65", "--rate-mb-s", fmt.Sprint(rate), "--step-mb", fmt.Sprint(step),
+				"--target-mb", "2048"}, args...),
+			Limit: sparkLimit, Leak: true,
+		}},
+	}
+}
+
+// pageCacheFile is on a disk (not tmpfs), so that its pages are page
+// cache charged to the container.
+const pageCacheFile = "/var/tmp/executor-exporter-scenario-page-cache"
+
 func leakScenario(name, region, what string, args ...string) scenario {
 	return scenario{
-		Name: name, Region: region, Watch: 5 * time.Minute,
+		Name: name, Region: region, Watch: 5 * time.Minute, LeakStart: 65 * time.Second,
 		What: "256 MiB heap in 640 MiB; after a minute, " + what + " leak 16 MiB/s",
 		Executors: []scenarioJVM{{
 			JVMArgs: append([]string{"-Xmx256m", "-XX:MaxDirectMemorySize=2g"}, g1...),
@@ -142,6 +204,7 @@ func TestScenarios(t *testing.T) {
 	// The tmpfs leak's files outlive the JVM that wrote them.
 	t.Cleanup(func() {
 		files, _ := filepath.Glob("/dev/shm/executor-exporter-scenario-*")
+		files = append(files, pageCacheFile)
 		for _, f := range files {
 			os.Remove(f)
 		}
@@ -186,10 +249,32 @@ func checkScenario(t *testing.T, sc scenario, r *scenarioResult) {
 	if r.End.Kind == "" {
 		t.Fatalf("no kill and no OutOfMemoryError within %v", sc.Watch)
 	}
-	took := r.End.At.Sub(r.Start)
+	// A leak's time is from its start to the executor's end.
+	took := r.End.At.Sub(r.Start.Add(sc.LeakStart))
 	first := r.firstWarning()
 	if took >= 2*time.Minute && (first == nil || r.End.At.Sub(first.Pending) < time.Minute) {
 		t.Errorf("%s after %v, but no warning was pending 60 s before it (first: %v)", r.End.Kind, took.Round(time.Second), first)
+	}
+	// A leak outside the heap of 5 minutes or more is warned of for half
+	// its time at least: pending by the middle of the time from its start
+	// to its end.
+	if sc.LeakStart > 0 && took >= 5*time.Minute && (first == nil || r.End.At.Sub(first.Pending) < took/2) {
+		t.Errorf("%s after %v, but no warning was pending %v before it (first: %v)", r.End.Kind, took.Round(time.Second), (took / 2).Round(time.Second), first)
+	}
+	// The time to limit warns of every leak at its rates, and says which
+	// setting to change by how much.
+	if sc.LeakStart > 0 && took >= 2*time.Minute {
+		p := r.alert("ExecutorOverheadBudgetExhaustionPredicted")
+		setting := "spark.executor.memoryOverhead by"
+		if sc.Region == "python" {
+			setting = "spark.executor.pyspark.memory by"
+		}
+		switch {
+		case p == nil:
+			t.Errorf("no ExecutorOverheadBudgetExhaustionPredicted for a leak")
+		case !strings.Contains(p.Description, setting) || !strings.Contains(p.Description, "MiB"):
+			t.Errorf("ExecutorOverheadBudgetExhaustionPredicted does not say to raise %s N MiB: %q", setting, p.Description)
+		}
 	}
 	if sc.Name == "xmx-above-limit" {
 		d := r.alert("ExecutorMemoryConfigurationDoomed")

@@ -22,6 +22,10 @@ import java.util.List;
  *   --spike-mb N          once, N MiB of direct buffers touched ...
  *   --spike-after-s S     ... S seconds after the start ...
  *   --spike-for-s D       ... and freed D seconds later (default 1)
+ *   --page-cache-mb N     a file of N MiB written to --page-cache-file (on a disk, not
+ *                         tmpfs) and read again and again: page cache charged to the
+ *                         container, none of it the JVM's
+ *   --page-cache-read-mb-s R  ... read at R MiB/s (default 64)
  *
  * Like Spark's executor, it exits with code 52 on OutOfMemoryError.
  */
@@ -35,6 +39,8 @@ public final class Scenario {
         double heapLeak = 0, directLeak = 0, pythonMb = 0, pythonLeak = 0;
         long exitAfterS = 600;
         double spikeMb = 0, spikeAfterS = 0, spikeForS = 1;
+        double pageCacheMb = 0, pageCacheReadMbS = 64;
+        String pageCacheFile = null;
         for (int i = 1; i < args.length; i++) {
             switch (args[i]) {
                 case "--live-mb": liveMb = Double.parseDouble(args[++i]); break;
@@ -49,6 +55,9 @@ public final class Scenario {
                 case "--spike-mb": spikeMb = Double.parseDouble(args[++i]); break;
                 case "--spike-after-s": spikeAfterS = Double.parseDouble(args[++i]); break;
                 case "--spike-for-s": spikeForS = Double.parseDouble(args[++i]); break;
+                case "--page-cache-mb": pageCacheMb = Double.parseDouble(args[++i]); break;
+                case "--page-cache-file": pageCacheFile = args[++i]; break;
+                case "--page-cache-read-mb-s": pageCacheReadMbS = Double.parseDouble(args[++i]); break;
                 default: break;
             }
         }
@@ -57,6 +66,7 @@ public final class Scenario {
             python = startPython(pythonMb, leakAfterS, pythonLeak, exitAfterS);
         }
         if (spikeMb > 0) spike(spikeMb, spikeAfterS, spikeForS);
+        if (pageCacheMb > 0) pageCache(pageCacheFile, pageCacheMb, pageCacheReadMbS);
         System.out.println("ready pid=" + ProcessHandle.current().pid());
         System.out.flush();
         try {
@@ -130,6 +140,42 @@ public final class Scenario {
                 Thread.currentThread().interrupt();
             }
         }, "spike");
+        t.setDaemon(true);
+        t.start();
+    }
+
+    /** Page cache: a file written once, then read over and over at readMbS
+     *  (a shuffle or a Parquet scan reading its files again), from a thread
+     *  of its own. The pages are charged to the container and kept active
+     *  by the re-reads; the kernel reclaims them when the container needs
+     *  memory. */
+    private static void pageCache(String path, double mb, double readMbS) throws Exception {
+        if (path == null) throw new IllegalArgumentException("--page-cache-mb needs --page-cache-file");
+        byte[] buf = new byte[MIB];
+        java.util.Arrays.fill(buf, (byte) 1);
+        try (java.io.FileOutputStream out = new java.io.FileOutputStream(path)) {
+            for (int i = 0; i < (int) mb; i++) out.write(buf);
+        }
+        Thread t = new Thread(() -> {
+            byte[] in = new byte[MIB];
+            long start = System.nanoTime();
+            double read = 0;
+            try {
+                while (true) {
+                    try (java.io.FileInputStream f = new java.io.FileInputStream(path)) {
+                        int n;
+                        while ((n = f.read(in)) > 0) {
+                            read += n / (double) MIB;
+                            long due = start + (long) (read / readMbS * 1e9);
+                            long wait = due - System.nanoTime();
+                            if (wait > 0) Thread.sleep(wait / 1_000_000, (int) (wait % 1_000_000));
+                        }
+                    }
+                }
+            } catch (Exception e) {
+                System.err.println("page cache: " + e);
+            }
+        }, "page-cache");
         t.setDaemon(true);
         t.start();
     }
