@@ -119,6 +119,11 @@ func (w *exitWitness) Gone(now time.Time, gone []jvm.Exit) {
 		if d.YARN == nil {
 			d.YARN = yarnEvidence(w.yarn, e.Last, d)
 		}
+		if d.YARN != nil && w.yarn != nil {
+			// The NodeManager lists a finished container for seconds
+			// only: read its exit status now and while the judge waits.
+			w.yarn.Hurry(now.Add(exits.DefaultConfig.YARNWait))
+		}
 		w.judge.Died(d, e.Last)
 	}
 	w.mu.Unlock()
@@ -226,6 +231,9 @@ func (c *exitsCollector) record(decided []exits.Decided[jvm.Sample]) {
 		s := d.Payload
 		// Named at the exit: the JVM's info series goes with it.
 		ns, pod, container := podOfCgroup(s.CgroupPath, c.cfg.Pods)
+		if container == "" {
+			container = s.YARNContainer // no cgroup of its own: the NodeManager's container, as on executor_jvm_info
+		}
 		labels := []string{strconv.Itoa(s.PID), labelValue(s.Role), labelValue(s.AppID), labelValue(s.ExecutorID), d.Verdict.Reason,
 			labelValue(ns), labelValue(pod), labelValue(container), d.Verdict.Region}
 		c.exits.add(labels, now)
@@ -233,12 +241,21 @@ func (c *exitsCollector) record(decided []exits.Decided[jvm.Sample]) {
 			c.recent = append(c.recent[:0], c.recent[1:]...)
 		}
 		c.recent = append(c.recent, statuspage.Exit{Time: d.At, Identity: statusIdentity(s.PID, s.Role, s.AppID, s.ExecutorID),
-			Reason: d.Verdict.Reason, Detail: d.Verdict.Evidence, Region: d.Verdict.Region})
+			Reason: d.Verdict.Reason, Detail: explanation(d.Verdict), Region: d.Verdict.Region})
 	}
 	c.mu.Unlock()
 	for _, d := range decided {
 		c.logExit(d)
 	}
+}
+
+// explanation is the evidence and, for the reasons that carry one (the
+// YARN kills), what to change.
+func explanation(v exits.Verdict) string {
+	if v.Advice == "" {
+		return v.Evidence
+	}
+	return v.Evidence + "; " + v.Advice
 }
 
 // logExit writes the one line about a JVM's end: who, the reason, the
@@ -257,7 +274,7 @@ func (c *exitsCollector) logExit(d exits.Decided[jvm.Sample]) {
 		lvl = level.Info
 	}
 	lvl(c.logger).Log(
-		"msg", fmt.Sprintf("JVM ended: %s, reason %s: %s", who, v.Reason, v.Evidence),
+		"msg", fmt.Sprintf("JVM ended: %s, reason %s: %s", who, v.Reason, explanation(v)),
 		"pid", s.PID, "role", s.Role, "app_id", s.AppID, "executor_id", s.ExecutorID, "reason", v.Reason, "region", v.Region,
 		"hsperfdata_file", d.Death.File.String(),
 		"last_alive", d.Death.LastAlive.UTC().Format(time.RFC3339Nano),

@@ -1,6 +1,8 @@
 package collector
 
 import (
+	"time"
+
 	"github.com/executor-exporter/executor_exporter/internal/exits"
 	"github.com/executor-exporter/executor_exporter/internal/jvm"
 	"github.com/executor-exporter/executor_exporter/internal/nativemem"
@@ -13,6 +15,8 @@ import (
 type yarnContainers interface {
 	Container(id string) (yarn.Container, bool)
 	Node() yarn.Node
+	// Hurry polls the NodeManager now and often until then.
+	Hurry(until time.Time)
 }
 
 // yarnEvidence is what is known of the YARN container a JVM died in: its
@@ -47,7 +51,11 @@ func yarnEvidence(src yarnContainers, last jvm.Sample, d exits.Death) *exits.YAR
 	if victim.CgroupLimit == 0 {
 		victim.CgroupLimit, victim.CgroupUsage = c.Allocation, y.TreeRSS
 	}
-	v := oom.Judge(oom.Kill{PID: last.PID, Constraint: oom.ConstraintMemcg}, victim, true)
+	// The NodeManager's kill leaves no kernel record of what the JVM held:
+	// its last sample's resident memory stands for it, so that the region
+	// is inferred from it as from a kernel kill's when no breakdown saw
+	// the growth.
+	v := oom.Judge(oom.Kill{PID: last.PID, Constraint: oom.ConstraintMemcg, AnonRSSKiB: last.RSSJVM >> 10}, victim, true)
 	y.Region, y.Advice = v.Region, v.Advice
 	return y
 }
