@@ -191,7 +191,7 @@ func (y *YARN) overCount() string {
 	if y.PythonWorkers {
 		parts = append(parts, "pages shared with forked PySpark workers count once per process")
 	}
-	if y.MappedBytes > 0 {
+	if y.MappedBytes >= 1<<20 { // less would read "0 MiB"
 		parts = append(parts, fmt.Sprintf("%s of mapped files count as the container's", inMiBString(y.MappedBytes)))
 	}
 	if len(parts) == 0 {
