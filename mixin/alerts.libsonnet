@@ -478,6 +478,39 @@
              '%s The container limit rises with it; or give each task less data: more partitions (spark.sql.shuffle.partitions), fewer concurrent tasks (spark.executor.cores).') %
             [jvm, heapFigures, raiseAfterKill('spark.executor.memory', heapSet(c.exitWindow), heapNeed)],
           ),
+          // YARN's NodeManager kills at the allocation (docs/yarn.md): a
+          // pmem or elastic kill asks for overhead as a native OOM kill
+          // does; a vmem kill is the NodeManager's configuration.
+          alert(
+            'ExecutorYARNMemoryKilled',
+            'warning',
+            null,
+            withInstanceType(|||
+              increase(%(exits)s[%(window)s]) > 0
+              or
+              (%(exits)s > 0 unless %(exits)s offset %(window)s)
+            ||| % { exits: 'executor_jvm_exits_total{%s, reason=~"yarn_pmem_limit|yarn_elastic_oom"}' % sel, window: c.exitWindow }, 'executor_jvm_exits_total{%s}' % sel),
+            'Executor killed by YARN for exceeding its memory allocation.',
+            ("YARN's NodeManager killed %s ({{ $labels.reason }}{{ with $labels.container }}, container {{ . }}{{ end }}): " +
+             '{{ if eq $labels.reason "yarn_elastic_oom" }}under elastic memory control its OOM handler killed the container, over its allocation, when the node\'s containers ran out.' +
+             '{{ else }}its process tree\'s resident memory passed the container\'s allocation (exit status -104, "Container killed by YARN for exceeding physical memory limits").{{ end }}' +
+             '{{ with $labels.region }} The region that grew most: {{ . }}; what to do: %s.{{ end }} %s') %
+            [jvm, c.runbookURL + '#region-{{ . }}', raiseAfterKill('spark.executor.memoryOverhead', overheadSet(c.exitWindow), overheadNeed)],
+          ),
+          alert(
+            'ExecutorYARNVmemKilled',
+            'warning',
+            null,
+            withInstanceType(|||
+              increase(%(exits)s[%(window)s]) > 0
+              or
+              (%(exits)s > 0 unless %(exits)s offset %(window)s)
+            ||| % { exits: 'executor_jvm_exits_total{%s, reason="yarn_vmem_limit"}' % sel, window: c.exitWindow }, 'executor_jvm_exits_total{%s}' % sel),
+            "Executor killed by YARN's virtual memory check.",
+            ("YARN's NodeManager killed %s{{ with $labels.container }} (container {{ . }}){{ end }} because its process tree's address space passed allocation × yarn.nodemanager.vmem-pmem-ratio (exit status -103). " +
+             'A JVM reserves far more address space than it uses (YARN-4714): set yarn.nodemanager.vmem-check-enabled=false, or raise yarn.nodemanager.vmem-pmem-ratio, on the NodeManagers. ' +
+             'More executor memory would only raise the limit with the reservations.') % [jvm],
+          ),
         ],
       },
       {

@@ -65,6 +65,12 @@
     withSetting('executor_jvm_exits_total{%s, reason="heap_exhausted"}' % executorSel, settingMemory),
     withSetting('executor_oom_kills_total{%s, cause=~"heap|native", region!="python"}' % executorSel, settingOverhead),
     withSetting('executor_oom_kills_total{%s, cause="native", region="python"}' % executorSel, settingPython),
+    // YARN's NodeManager kills at the allocation as the kernel at a limit:
+    // overhead (or the Python workers' memory) after a pmem or elastic
+    // kill; a vmem kill is the NodeManager's configuration, no setting.
+    withSetting('executor_jvm_exits_total{%s, reason=~"yarn_pmem_limit|yarn_elastic_oom", region!="python"}' % executorSel, settingOverhead),
+    withSetting('executor_jvm_exits_total{%s, reason=~"yarn_pmem_limit|yarn_elastic_oom", region="python"}' % executorSel, settingPython),
+    withSetting('executor_jvm_exits_total{%s, reason="yarn_vmem_limit"}' % executorSel, 'none'),
     withSetting('executor_oom_kills_total{%s, cause="node"}' % executorSel, 'none'),
     withSetting('executor_jvm_exits_total{%s, reason="interrupted"}' % executorSel, 'none'),
   ]),

@@ -145,7 +145,7 @@ local common = import 'common.libsonnet';
             g.timeseries('OOM kills', 'Kernel OOM kills of these executors, by cause: heap (raise the heap, or lower it below the limit), native (raise spark.executor.memoryOverhead), node (the machine ran out); a native kill with the region that grew most (docs/runbook.md#native-memory-regions).', [
               g.target('sum by(executor_id, cause, region) (increase(executor_oom_kills_total{%s}[$__rate_interval]))' % s, '{{executor_id}} {{cause}} {{region}}'),
             ], 'short', min=0) { height: 6 },
-            g.table('How it ended', 'The reason each of these executors ended in the time range, as the exits collector judged it (docs/exits.md): oom_killed, heap_exhausted, interrupted, killed, exited or unknown; region: for a native kill, the region that grew most (docs/runbook.md#native-memory-regions).', [
+            g.table('How it ended', 'The reason each of these executors ended in the time range, as the exits collector judged it (docs/exits.md): oom_killed, yarn_pmem_limit, yarn_vmem_limit, yarn_elastic_oom (YARN NodeManager kills, docs/yarn.md), heap_exhausted, interrupted, killed, exited or unknown; region: for a native kill or a YARN pmem kill, the region that grew most (docs/runbook.md#native-memory-regions). The exporter log line and status page give the advice: raise spark.executor.memoryOverhead after a YARN pmem kill, the NodeManager vmem check after a vmem kill.', [
               g.target('max by(app_id, executor_id, pid, reason, region) (max_over_time(executor_jvm_exits_total{%s}[$__range])) > 0' % s, instant=true, format='table'),
             ]) { height: 6 },
           ],

@@ -90,7 +90,7 @@ local common = import 'common.libsonnet';
             ], 'short', min=0),
           ],
           [
-            g.timeseries('Executor exits per hour by reason', 'How the tracked JVMs ended, per hour: oom_killed, heap_exhausted, interrupted, killed, exited, unknown (docs/exits.md).', [
+            g.timeseries('Executor exits per hour by reason', 'How the tracked JVMs ended, per hour: oom_killed, yarn_pmem_limit, yarn_vmem_limit, yarn_elastic_oom (YARN NodeManager kills), heap_exhausted, interrupted, killed, exited, unknown (docs/exits.md).', [
               g.target('sum by(reason) (instance_type:executor_jvm_exits:increase1h{%s})' % f, '{{reason}}'),
             ], 'short', min=0),
             g.timeseries('Executor exits per hour by instance type', 'The same by instance type and lifecycle: spot nodes losing executors to interruptions, one instance type losing them to its heap or to native memory.', [
@@ -134,7 +134,7 @@ local common = import 'common.libsonnet';
                     'Native OOM kills in the dashboard time range per Spark application and region, on the machines selected: an application whose kills all come from one region has a leak there (its UDFs, its libraries), not a sizing problem.',
                     [g.target('sort_desc(sum by(app_id, region) (%s * on(%s, instance) group_left() %s))' % [regionOrUnknown('increase(executor_oom_kills_total{%s, %s, cause="native"}[$__range])' % [common.job, common.cluster(c)]), c.clusterLabel, nodesOfSelection], instant=true, format='table')]),
             g.timeseries('Executor ends per hour by region',
-                         'Executor ends that carry a region (executor_jvm_exits_total), per hour, by reason and region: the region that grew most before an end of native memory.',
+                         'Executor ends that carry a region (executor_jvm_exits_total), per hour, by reason and region: the region that grew most before an end of native memory (oom_killed, yarn_pmem_limit).',
                          [g.target('sum by(reason, region) (instance_type:executor_jvm_exits:increase1h{%s, region!=""})' % f, '{{reason}} {{region}}')],
                          'short',
                          min=0),
