@@ -127,6 +127,17 @@ func TestYARNOverCount(t *testing.T) {
 	if strings.Contains(v.Evidence, "smaps") {
 		t.Errorf("over-count note without shared or mapped pages: %s", v.Evidence)
 	}
+	// Mapped files alone: a note from 1 MiB on; below it the note would
+	// read "0 MiB of mapped files".
+	mapped := func(n uint64) string {
+		return Decide(onYARN(FileLeftBehind, func(y *YARN) { y.Status = &YARNStatus{ExitStatus: -104}; y.MappedBytes = n }), nil, nil).Evidence
+	}
+	if ev := mapped(mib); !strings.Contains(ev, "1 MiB of mapped files") {
+		t.Errorf("no over-count note for 1 MiB of mapped files: %s", ev)
+	}
+	if ev := mapped(mib - 1); strings.Contains(ev, "smaps") {
+		t.Errorf("over-count note for less than 1 MiB of mapped files: %s", ev)
+	}
 }
 
 // The judge waits for the NodeManager's status of a YARN death beyond its
