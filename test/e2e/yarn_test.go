@@ -175,8 +175,8 @@ func TestYARNContainers(t *testing.T) {
 		got := exitOf(t, e, pmem)
 		line := logLineOf(e, pmem.jvm.PID)
 		t.Logf("log: %s", line)
-		if got["reason"] != "yarn_pmem_limit" || got["container"] != pmem.id || got["app_id"] != yarnApp {
-			t.Errorf("counted %v, want reason yarn_pmem_limit, container %s", got, pmem.id)
+		if got["reason"] != "yarn_pmem_limit" || got["container"] != pmem.id || got["app_id"] != yarnApp || !strings.HasPrefix(got["region"], "direct") {
+			t.Errorf("counted %v, want reason yarn_pmem_limit, container %s, region direct…", got, pmem.id)
 		}
 		if !strings.Contains(line, "reason yarn_pmem_limit: NodeManager exit status -104, ") {
 			t.Errorf("the log line does not give the NodeManager's -104: %s", line)
@@ -199,8 +199,8 @@ func TestYARNContainers(t *testing.T) {
 		got := exitOf(t, e, vmem)
 		line := logLineOf(e, vmem.jvm.PID)
 		t.Logf("log: %s", line)
-		if got["reason"] != "yarn_vmem_limit" || got["container"] != vmem.id {
-			t.Errorf("counted %v, want reason yarn_vmem_limit, container %s", got, vmem.id)
+		if got["reason"] != "yarn_vmem_limit" || got["container"] != vmem.id || got["region"] != "" {
+			t.Errorf("counted %v, want reason yarn_vmem_limit, container %s, no region", got, vmem.id)
 		}
 		if !strings.Contains(line, "reason yarn_vmem_limit: NodeManager exit status -103, ") ||
 			!strings.Contains(line, "yarn.nodemanager.vmem-check-enabled=false") || !strings.Contains(line, "yarn.nodemanager.vmem-pmem-ratio") ||
