@@ -283,9 +283,9 @@ func (setCollector) Describe(chan<- *prometheus.Desc) {}
 func (s setCollector) Collect(ch chan<- prometheus.Metric) { s.c.send(s.set, ch) }
 
 // BenchmarkDeflateView compresses 100 JVMs' series in OpenMetrics with the
-// writer the handler uses (klauspost/compress's gzip at BestSpeed) and,
-// beside it, the standard library's at BestSpeed and at the default level
-// (promhttp's).
+// writer the handler uses (klauspost/compress's gzip, stateless) and,
+// beside it, its fastest level and Huffman-only, and the standard
+// library's at BestSpeed and at the default level (promhttp's).
 func BenchmarkDeflateView(b *testing.B) {
 	c := NewJVMCollector(nil, log.NewNopLogger()).(*jvmCollector)
 	text := []byte(renderSet(b, c, c.series(syntheticView(b, 100, time.Now())), true))
@@ -294,6 +294,8 @@ func BenchmarkDeflateView(b *testing.B) {
 		make func(io.Writer) io.WriteCloser
 	}{
 		{"klauspost-1", func(w io.Writer) io.WriteCloser { z, _ := kgzip.NewWriterLevel(w, kgzip.BestSpeed); return z }},
+		{"klauspost-huffman", func(w io.Writer) io.WriteCloser { z, _ := kgzip.NewWriterLevel(w, kgzip.HuffmanOnly); return z }},
+		{"klauspost-stateless", func(w io.Writer) io.WriteCloser { z, _ := kgzip.NewWriterLevel(w, kgzip.StatelessCompression); return z }},
 		{"stdlib-1", func(w io.Writer) io.WriteCloser { z, _ := gzip.NewWriterLevel(w, gzip.BestSpeed); return z }},
 		{"stdlib-default", func(w io.Writer) io.WriteCloser { return gzip.NewWriter(w) }},
 	} {

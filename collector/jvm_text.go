@@ -138,11 +138,14 @@ func (ec *ExecutorCollector) gatherWith(set *jvmSet, perJVM bool, g prometheus.G
 	return prometheus.Gatherers{reg, g}.Gather()
 }
 
-// gzipWriters compress at the fastest level: a scrape's body is a few
-// hundred kilobytes of text, which the default level compresses a few
-// percent smaller in four to five times the CPU (BenchmarkDeflateView).
+// gzipWriters compress statelessly (klauspost/compress's
+// StatelessCompression): a scrape's body is a few hundred kilobytes of
+// text, which this compresses as small as the fastest level in two thirds
+// of its time, keeping no encoder between scrapes, and the standard
+// library's default level (promhttp's) compresses 10 % smaller in five
+// times the CPU (BenchmarkDeflateView).
 var gzipWriters = sync.Pool{New: func() any {
-	w, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
+	w, _ := gzip.NewWriterLevel(nil, gzip.StatelessCompression)
 	return w
 }}
 
