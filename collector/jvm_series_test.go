@@ -295,7 +295,10 @@ func BenchmarkDeflateView(b *testing.B) {
 	}{
 		{"klauspost-1", func(w io.Writer) io.WriteCloser { z, _ := kgzip.NewWriterLevel(w, kgzip.BestSpeed); return z }},
 		{"klauspost-huffman", func(w io.Writer) io.WriteCloser { z, _ := kgzip.NewWriterLevel(w, kgzip.HuffmanOnly); return z }},
-		{"klauspost-stateless", func(w io.Writer) io.WriteCloser { z, _ := kgzip.NewWriterLevel(w, kgzip.StatelessCompression); return z }},
+		{"klauspost-stateless", func(w io.Writer) io.WriteCloser {
+			z, _ := kgzip.NewWriterLevel(w, kgzip.StatelessCompression)
+			return z
+		}},
 		{"stdlib-1", func(w io.Writer) io.WriteCloser { z, _ := gzip.NewWriterLevel(w, gzip.BestSpeed); return z }},
 		{"stdlib-default", func(w io.Writer) io.WriteCloser { return gzip.NewWriter(w) }},
 	} {
