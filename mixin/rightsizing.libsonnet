@@ -35,10 +35,13 @@
   // The application name and the instance type of an executor's series.
   // The names are looked up over the exits' retention: an ended
   // executor's peaks outlive its executor_jvm_info.
+  // A name given (on YARN, the ResourceManager's, which may come a scrape
+  // after the executor) wins over the application id that stood for it
+  // until then: app:executor_app_name:info is 2 for a name, 1 for the id.
   local named(expr) = |||
     %(expr)s
     * on(%(cluster)s, job, app_id) group_left(app_name)
-      max by(%(cluster)s, job, app_id, app_name) (last_over_time(app:executor_app_name:info[1h]))
+      (topk by(%(cluster)s, job, app_id) (1, max by(%(cluster)s, job, app_id, app_name) (last_over_time(app:executor_app_name:info[1h]))) ^ 0)
     * on(%(cluster)s, instance) group_left(instance_type)
       max by(%(cluster)s, job, instance, instance_type) (executor_instance_info{%(sel)s})
   ||| % { expr: expr, cluster: cluster, sel: sel },
@@ -79,10 +82,11 @@
 
   local rules = [
     {
+      // 2 with the application's name, 1 with its id for want of one.
       record: 'app:executor_app_name:info',
       expr: |||
         max by(%(cluster)s, job, app_id, app_name) (
-          label_replace(executor_jvm_info{%(sel)s, app_id!="", %(name)s!=""}, "app_name", "$1", "%(name)s", "(.*)")
+          2 * label_replace(executor_jvm_info{%(sel)s, app_id!="", %(name)s!=""}, "app_name", "$1", "%(name)s", "(.*)")
           or
           label_replace(executor_jvm_info{%(sel)s, app_id!="", %(name)s=""}, "app_name", "$1", "app_id", "(.*)")
         )
