@@ -172,7 +172,7 @@ $(KUBE_DIR)/kube-apiserver:
 # about 15 minutes. Writes the results table, mixin/scenarios.md.
 scenarios: test-deps build prometheus3
 	SCENARIOS=all SCENARIOS_REPORT=$(PREFIX)/mixin/scenarios.md EXPORTER_BIN=$(PREFIX)/$(BIN) PROMETHEUS3=$(PROMETHEUS3) \
-	  $(GO) test -race -count=1 -parallel 16 -timeout 40m -run '^TestScenarios$$' -v ./test/e2e/
+	  $(GO) test -race -count=1 -parallel 16 -timeout 40m -run '^TestScenario(s|YARNPmemBudgetAlert)$$' -v ./test/e2e/
 
 # A simulated fleet of NODES nodes (internal/fleetsim, served from one
 # process) with 6 h of history, scraped by Prometheus 3 with the mixin's
