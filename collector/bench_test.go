@@ -45,7 +45,7 @@ func BenchmarkHTTPScrape(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			exitsC, err := newExitsCollector(ExitsConfig{Retention: time.Hour, MaxSeries: 500}, tracker, newExitWitness(), log.NewNopLogger())
+			exitsC, err := newExitsCollector(ExitsConfig{Retention: time.Hour, MaxSeries: 500}, tracker, newExitWitnessOf(nil), log.NewNopLogger())
 			if err != nil {
 				b.Fatal(err)
 			}

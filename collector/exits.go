@@ -65,9 +65,6 @@ type exitWitness struct {
 	sink    func([]exits.Decided[jvm.Sample])
 }
 
-// newExitWitness returns a witness with the judge's default delays.
-func newExitWitness() *exitWitness { return newExitWitnessOf(nil) }
-
 // newExitWitnessOf returns a witness that asks src (nil: none) about the
 // YARN containers JVMs die in.
 func newExitWitnessOf(src yarnContainers) *exitWitness {

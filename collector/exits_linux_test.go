@@ -40,7 +40,7 @@ func newLiveExits(t *testing.T, withOOM bool, cloudCfg *cloud.Config) *liveExits
 	t.Cleanup(tracker.Stop)
 	l := &liveExits{logs: &syncBuffer{}}
 	logger := log.NewLogfmtLogger(l.logs)
-	w := newExitWitness()
+	w := newExitWitnessOf(nil)
 	c, err := newExitsCollector(ExitsConfig{Retention: time.Hour, MaxSeries: 100}, tracker, w, logger)
 	if err != nil {
 		t.Fatal(err)

@@ -26,7 +26,7 @@ func newExitsFixture(t *testing.T, cfg ExitsConfig) *exitsFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &exitsFixture{w: newExitWitness(), logs: &syncBuffer{}, now: time.Unix(1_800_000_000, 0)}
+	f := &exitsFixture{w: newExitWitnessOf(nil), logs: &syncBuffer{}, now: time.Unix(1_800_000_000, 0)}
 	c, err := newExitsCollector(cfg, tracker, f.w, log.NewLogfmtLogger(f.logs))
 	if err != nil {
 		t.Fatal(err)
@@ -150,7 +150,7 @@ func TestNewExitsCollectorRejectsBadConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, cfg := range []ExitsConfig{{Retention: time.Hour}, {MaxSeries: 1}} {
-		if _, err := newExitsCollector(cfg, tracker, newExitWitness(), log.NewNopLogger()); err == nil {
+		if _, err := newExitsCollector(cfg, tracker, newExitWitnessOf(nil), log.NewNopLogger()); err == nil {
 			t.Errorf("%+v accepted", cfg)
 		}
 	}

@@ -3,7 +3,6 @@ package jvm
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strconv"
 	"sync"
@@ -263,43 +262,31 @@ func (r *nativeReader) check(s *nativeState, j *JVM, now time.Time) {
 // process with many mappings costs its mappings, not its file. The
 // mappings are valid until the next read.
 func (r *nativeReader) readMappings(pid int, file string) ([]nativemem.Mapping, error) {
-	path := r.procPath + "/" + strconv.Itoa(pid) + "/" + file
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	f, err := os.OpenFile(r.procPath+"/"+strconv.Itoa(pid)+"/"+file, os.O_RDONLY|unix.O_NOFOLLOW, 0)
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+		return nil, err
 	}
-	defer unix.Close(fd)
-	return r.smaps.Read(&boundedReader{fd: fd, path: path, left: maxSmapsBytes, deadline: time.Now().Add(maxSmapsTime)})
+	defer f.Close()
+	return r.smaps.Read(&boundedReader{f: f, left: maxSmapsBytes, deadline: time.Now().Add(maxSmapsTime)})
 }
 
+// boundedReader fails a read past maxSmapsBytes or past its deadline.
 type boundedReader struct {
-	fd       int
-	path     string
+	f        *os.File
 	left     int
 	deadline time.Time
 }
 
 func (b *boundedReader) Read(p []byte) (int, error) {
 	if b.left < 0 {
-		return 0, fmt.Errorf("%s: %w: more than %d bytes", b.path, ErrTooLarge, maxSmapsBytes)
+		return 0, fmt.Errorf("%s: %w: more than %d bytes", b.f.Name(), ErrTooLarge, maxSmapsBytes)
 	}
 	if time.Now().After(b.deadline) {
-		return 0, fmt.Errorf("%s: %w (%v)", b.path, ErrSmapsTooSlow, maxSmapsTime)
+		return 0, fmt.Errorf("%s: %w (%v)", b.f.Name(), ErrSmapsTooSlow, maxSmapsTime)
 	}
-	for {
-		n, err := unix.Read(b.fd, p)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return 0, &os.PathError{Op: "read", Path: b.path, Err: err}
-		}
-		if n == 0 {
-			return 0, io.EOF
-		}
-		b.left -= n
-		return n, nil
-	}
+	n, err := b.f.Read(p)
+	b.left -= n
+	return n, err
 }
 
 // nativeLoop looks at each new view the background sampling makes: what
