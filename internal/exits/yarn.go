@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/executor-exporter/executor_exporter/internal/yarn"
 )
 
 // Reasons of a YARN NodeManager's memory kills.
@@ -20,26 +22,6 @@ const (
 	// NodeManager's OOM handler SIGKILLed the container when the containers'
 	// cgroup as a whole ran out; the kernel logs no OOM kill.
 	ReasonYARNElastic = "yarn_elastic_oom"
-)
-
-// ContainerExitStatus values the rule reads.
-const (
-	YARNExitAborted     = -100
-	YARNExitPreempted   = -102
-	YARNExitKilledVmem  = -103
-	YARNExitKilledPmem  = -104
-	YARNExitAppMaster   = -105
-	YARNExitByRM        = -106
-	YARNExitAfterApp    = -107
-	YARNExitByScheduler = -108
-)
-
-// Kill kinds of the NodeManager's diagnostics (internal/yarn.Kill.Kind).
-const (
-	YARNKillPmem    = "pmem"
-	YARNKillVmem    = "vmem"
-	YARNKillElastic = "elastic"
-	YARNKillSignal  = "signal"
 )
 
 // YARNInferWithin: a sample over a limit at most this long before the JVM
@@ -80,7 +62,7 @@ type YARN struct {
 // YARNStatus is what the NodeManager said of the finished container.
 type YARNStatus struct {
 	ExitStatus int
-	Kill       string // a YARNKill kind, or empty
+	Kill       string // a yarn.Kill kind, or empty
 	// Used and Limit are the figures of the diagnostics for the kind
 	// killed (physical or virtual); 0 when not given.
 	Used, Limit uint64
@@ -103,18 +85,18 @@ func yarnSeen(d Death, file, heap string) (Verdict, bool) {
 	}
 	if s := y.Status; s != nil {
 		switch {
-		case s.ExitStatus == YARNExitKilledVmem || s.Kill == YARNKillVmem:
+		case s.ExitStatus == yarn.ExitKilledVmem || s.Kill == yarn.KillVmem:
 			return y.vmem(fmt.Sprintf("NodeManager exit status %d, %s", s.ExitStatus, y.figures(s, "virtual", y.VmemLimit)), file), true
-		case s.ExitStatus == YARNExitKilledPmem || s.Kill == YARNKillPmem:
+		case s.ExitStatus == yarn.ExitKilledPmem || s.Kill == yarn.KillPmem:
 			what := "NodeManager exit status -104, " + y.figures(s, "physical", y.Allocation)
-			if s.Kill == YARNKillElastic {
+			if s.Kill == yarn.KillElastic {
 				what = "NodeManager exit status -104: its cgroup was under OOM (strict and elastic control)"
 			}
 			return y.pmem(what, file, heap), true
 		// The elastic handler SIGKILLs the container's processes itself,
 		// not through a kill request: exit 137 and "Killed by external
 		// signal" (the parser leaves out the NodeManager's own kills).
-		case s.Kill == YARNKillElastic || (s.Kill == YARNKillSignal && y.Elastic && s.ExitStatus == 137):
+		case s.Kill == yarn.KillElastic || (s.Kill == yarn.KillSignal && y.Elastic && s.ExitStatus == 137):
 			return Verdict{Reason: ReasonYARNElastic, Evidence: fmt.Sprintf("NodeManager exit status %d, killed by an external signal under elastic memory control: "+
 				"its OOM handler SIGKILLed the container when the containers' cgroup ran out; %s; %s", s.ExitStatus, y.usage(), file), Advice: elasticAdvice}, true
 		}
@@ -210,12 +192,12 @@ func yarnNote(y *YARN) string {
 		return ""
 	}
 	what := map[int]string{
-		YARNExitAppMaster:   "released by the ApplicationMaster (exit status -105: dynamic allocation, the application's end)",
-		YARNExitPreempted:   "preempted by the scheduler (exit status -102)",
-		YARNExitAborted:     "aborted by the framework (exit status -100)",
-		YARNExitByRM:        "killed by the ResourceManager (exit status -106)",
-		YARNExitAfterApp:    "killed after the application finished (exit status -107)",
-		YARNExitByScheduler: "killed by the container scheduler for another container (exit status -108)",
+		yarn.ExitKilledByAppMaster: "released by the ApplicationMaster (exit status -105: dynamic allocation, the application's end)",
+		yarn.ExitPreempted:         "preempted by the scheduler (exit status -102)",
+		yarn.ExitAborted:           "aborted by the framework (exit status -100)",
+		yarn.ExitKilledByRM:        "killed by the ResourceManager (exit status -106)",
+		yarn.ExitKilledAfterApp:    "killed after the application finished (exit status -107)",
+		yarn.ExitKilledByScheduler: "killed by the container scheduler for another container (exit status -108)",
 	}[y.Status.ExitStatus]
 	if what == "" {
 		what = fmt.Sprintf("exit status %d", y.Status.ExitStatus)

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/executor-exporter/executor_exporter/internal/yarn"
 )
 
 const yarnID = "container_1700000000000_0042_01_000002"
@@ -46,25 +48,25 @@ func TestDecideYARN(t *testing.T) {
 		evidence []string // substrings of the evidence
 		advice   string   // substring of the advice
 	}{
-		{"-104 read", onYARN(FileDeleted, status(-104, YARNKillPmem, 1100*mib, 1024*mib)), nil, nil, ReasonYARNPmem,
+		{"-104 read", onYARN(FileDeleted, status(-104, yarn.KillPmem, 1100*mib, 1024*mib)), nil, nil, ReasonYARNPmem,
 			[]string{"exit status -104", "1100 MiB of 1024 MiB physical", "direct grew most"}, "memoryOverhead by 256 MiB"},
 		{"-104 without figures", onYARN(FileLeftBehind, status(-104, "", 0, 0)), nil, nil, ReasonYARNPmem, []string{"over its 1024 MiB physical limit"}, "memoryOverhead"},
 		{"-104 beats a notice and a full heap", func() Death {
-			d := onYARN(FileDeleted, status(-104, YARNKillPmem, 0, 0))
+			d := onYARN(FileDeleted, status(-104, yarn.KillPmem, 0, 0))
 			d.Heap = thrashing
 			return d
 		}(), nil, spot, ReasonYARNPmem, nil, ""},
-		{"-103 read", onYARN(FileDeleted, status(-103, YARNKillVmem, 2200*mib, 2150*mib)), nil, nil, ReasonYARNVmem,
+		{"-103 read", onYARN(FileDeleted, status(-103, yarn.KillVmem, 2200*mib, 2150*mib)), nil, nil, ReasonYARNVmem,
 			[]string{"2200 MiB of 2150 MiB virtual"}, "yarn.nodemanager.vmem-check-enabled=false"},
-		{"under OOM, strict and elastic", onYARN(FileLeftBehind, status(-104, YARNKillElastic, 0, 0)), nil, nil, ReasonYARNPmem, []string{"under OOM"}, ""},
-		{"elastic handler's SIGKILL", onYARN(FileLeftBehind, and(status(137, YARNKillSignal, 0, 0), func(y *YARN) { y.Elastic, y.PollingCheck = true, false })),
+		{"under OOM, strict and elastic", onYARN(FileLeftBehind, status(-104, yarn.KillElastic, 0, 0)), nil, nil, ReasonYARNPmem, []string{"under OOM"}, ""},
+		{"elastic handler's SIGKILL", onYARN(FileLeftBehind, and(status(137, yarn.KillSignal, 0, 0), func(y *YARN) { y.Elastic, y.PollingCheck = true, false })),
 			nil, nil, ReasonYARNElastic, []string{"elastic memory control"}, "memoryOverhead"},
-		{"SIGTERM under elastic control is not the handler's", onYARN(FileDeleted, and(status(143, YARNKillSignal, 0, 0), func(y *YARN) { y.Elastic, y.PollingCheck = true, false })),
+		{"SIGTERM under elastic control is not the handler's", onYARN(FileDeleted, and(status(143, yarn.KillSignal, 0, 0), func(y *YARN) { y.Elastic, y.PollingCheck = true, false })),
 			nil, nil, ReasonExited, nil, ""},
 		{"a release under elastic control", onYARN(FileDeleted, and(status(-105, "", 0, 0), func(y *YARN) { y.Elastic, y.PollingCheck = true, false })),
 			nil, nil, ReasonExited, []string{"ApplicationMaster"}, ""},
-		{"external signal without elastic control is someone's kill", onYARN(FileLeftBehind, status(137, YARNKillSignal, 0, 0)), nil, nil, ReasonKilled, nil, ""},
-		{"kernel kill in a strict cgroup", onYARN(FileLeftBehind, and(status(137, YARNKillSignal, 0, 0), func(y *YARN) { y.PollingCheck = false })), kernel, nil, ReasonOOMKilled, nil, ""},
+		{"external signal without elastic control is someone's kill", onYARN(FileLeftBehind, status(137, yarn.KillSignal, 0, 0)), nil, nil, ReasonKilled, nil, ""},
+		{"kernel kill in a strict cgroup", onYARN(FileLeftBehind, and(status(137, yarn.KillSignal, 0, 0), func(y *YARN) { y.PollingCheck = false })), kernel, nil, ReasonOOMKilled, nil, ""},
 		{"ApplicationMaster release", onYARN(FileDeleted, and(over, status(-105, "", 0, 0))), nil, nil, ReasonExited, []string{"released by the ApplicationMaster"}, ""},
 		{"preemption", onYARN(FileLeftBehind, status(-102, "", 0, 0)), nil, nil, ReasonKilled, []string{"preempted"}, ""},
 		{"the application's end", onYARN(FileDeleted, status(-107, "", 0, 0)), nil, nil, ReasonExited, []string{"after the application finished"}, ""},
