@@ -36,7 +36,7 @@ const directOrMallocAdvice = "direct buffers or malloc, which no counter tells a
 //
 //   - tmpfs pages: the report's shmem against the base's;
 //   - metaspace: hsperfdata's committed metaspace against the base's
-//     metaspace region, when it is half of what the JVM grew at least;
+//     metaspace region, when it is a third of what the JVM grew at least;
 //   - thread stacks: the report's kernel stacks (v2 kernel_stack, v1 kmem)
 //     far above what an executor's threads hold;
 //   - else anonymous memory that grew: direct buffers or malloc.
@@ -81,9 +81,12 @@ func inferRegion(k Kill, s Victim) (region, detail string) {
 	case shmem >= InferMinBytes && shmem >= meta:
 		region = nativemem.Shmem
 		from = append(from[:0], fmt.Sprintf("the kernel's report: the container's tmpfs pages (shmem) %s, %s more than at the base", inMiB(k.Report.Shmem), inMiB(shmem)))
-	// Metaspace only as the bulk of what the JVM grew: its counters move
-	// at collections, and a base read before the first one has none.
-	case meta >= InferMinBytes && 2*meta >= grew:
+	// Metaspace only as a large share of what the JVM grew: its counters
+	// move at collections, so a base read before the first one has none,
+	// and at the kill they lag by what was loaded since the last one. A
+	// class leak also grows the heap and the malloc arenas that parse
+	// classes: 40-80 % of its growth was the counter's in real kills.
+	case meta >= InferMinBytes && 3*meta >= grew:
 		region = nativemem.Metaspace.String()
 	case threads != "":
 		region = nativemem.ThreadStacks.String()

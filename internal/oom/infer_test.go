@@ -41,8 +41,9 @@ func TestInferRegion(t *testing.T) {
 		{"growth under 8 MiB is not", kill(91, Report{}), victim(30 * mib), "", ""},
 		// The JVM held 120 MiB, 16 more than the breakdown's 104.
 		{"metaspace 8 MiB over the breakdown, half the growth", kill(100, Report{}), victim(38 * mib), "metaspace", "metaspace committed 38 MiB against 30 MiB"},
+		{"metaspace a third of the growth", kill(108, Report{}), victim(38 * mib), "metaspace", ""},
 		{"metaspace just under 8 MiB over it", kill(100, Report{}), victim(38*mib - 1), RegionDirectOrMalloc, ""},
-		{"metaspace under half the growth", kill(101, Report{}), victim(38 * mib), RegionDirectOrMalloc, ""},
+		{"metaspace under a third of the growth", kill(109, Report{}), victim(38 * mib), RegionDirectOrMalloc, ""},
 		{"tmpfs pages 8 MiB over the base", kill(90, Report{Shmem: 10 * mib}), victim(30 * mib), nativemem.Shmem, "(shmem) 10 MiB, 8 MiB more"},
 		{"tmpfs pages just under", kill(90, Report{Shmem: 10*mib - 1}), victim(30 * mib), "", ""},
 		{"tmpfs outgrowing metaspace", kill(90, Report{Shmem: 100 * mib}), victim(60 * mib), nativemem.Shmem, ""},
