@@ -195,13 +195,14 @@ func BenchmarkSeries(b *testing.B) {
 	req.Header.Set("Accept-Encoding", "gzip")
 	req.Header.Set("Accept", string(format))
 	var size int
+	gz := newGzipWriters(1)
 	scrape := func(set *jvmSet) {
 		texts := make([]*jvmText, len(set.jvms))
 		for i, e := range set.jvms {
 			texts[i] = c.text(e, true)
 		}
 		rec := httptest.NewRecorder()
-		writeAnswer(rec, req, format, func(w io.Writer) error {
+		writeAnswer(rec, req, format, gz, func(w io.Writer) error {
 			return writeFamilies(w, nil, c.descs.families, texts, format, nil)
 		})
 		size = rec.Body.Len()

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"io"
 	"net/http"
-	"sync"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/prometheus/client_golang/prometheus"
@@ -89,6 +88,8 @@ func (ec *ExecutorCollector) Handler(g prometheus.Gatherer, opts promhttp.Handle
 	if jc == nil {
 		return fallback
 	}
+	// One writer a Prometheus server of an HA pair.
+	gz := newGzipWriters(2)
 	var inFlight chan struct{}
 	if opts.MaxRequestsInFlight > 0 {
 		inFlight = make(chan struct{}, opts.MaxRequestsInFlight)
@@ -122,7 +123,7 @@ func (ec *ExecutorCollector) Handler(g prometheus.Gatherer, opts promhttp.Handle
 			return
 		}
 		texts := jc.texts(set, format.FormatType() == expfmt.TypeOpenMetrics)
-		writeAnswer(w, req, format, func(body io.Writer) error {
+		writeAnswer(w, req, format, gz, func(body io.Writer) error {
 			return writeFamilies(body, mfs, jc.descs.families, texts, format, opts.ErrorLog)
 		})
 	})
@@ -138,36 +139,25 @@ func (ec *ExecutorCollector) gatherWith(set *jvmSet, perJVM bool, g prometheus.G
 	return prometheus.Gatherers{reg, g}.Gather()
 }
 
-// gzipWriters compress at klauspost/compress's fastest level: a
-// scrape's body is a few hundred kilobytes of text, which the standard
-// library's default level (promhttp's) compresses 10 % smaller in four
-// to five times the CPU (BenchmarkDeflateView). Its stateless mode keeps
-// no history from one write to the next, and the body comes in many.
-var gzipWriters = sync.Pool{New: func() any {
-	w, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
-	return w
-}}
-
 // writeAnswer sets the headers of an answer in format and writes its body,
-// compressed when the client accepts gzip.
-func writeAnswer(w http.ResponseWriter, req *http.Request, format expfmt.Format, body func(io.Writer) error) {
+// compressed with one of gz's writers when the client accepts gzip.
+func writeAnswer(w http.ResponseWriter, req *http.Request, format expfmt.Format, gz *gzipWriters, body func(io.Writer) error) {
 	h := w.Header()
 	h.Add("Vary", "Accept")
 	h.Add("Vary", "Accept-Encoding")
 	h.Set("Content-Type", string(format))
 	bw := bufio.NewWriterSize(w, 32<<10)
 	var out io.Writer = bw
-	var gz *gzip.Writer
+	var z *gzip.Writer
 	if acceptsGzip(req) {
 		h.Set("Content-Encoding", "gzip")
-		gz = gzipWriters.Get().(*gzip.Writer)
-		gz.Reset(bw)
-		out = gz
+		z = gz.get(bw)
+		out = z
 	}
 	_ = body(out) // a write error is the client gone
-	if gz != nil {
-		_ = gz.Close()
-		gzipWriters.Put(gz)
+	if z != nil {
+		_ = z.Close()
+		gz.put(z)
 	}
 	_ = bw.Flush()
 }
