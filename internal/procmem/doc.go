@@ -18,38 +18,12 @@
 //
 // # Reading what changed
 //
-// A machine has many more processes than JVMs (a Kubernetes node hundreds:
-// shims, agents, sidecars), and reading every process's stat costs about
-// 10 µs of CPU each. A ProcessWatch therefore reads per scan:
-//
-//   - /proc listed with getdents(2), which gives each pid with the inode
-//     number of its directory (procfs gives a new process a new inode, so
-//     a reused pid is a new entry): on this process's own procfs only the
-//     pids above the last one seen (an lseek to it first; /proc/loadavg
-//     names the last pid made), every pid once in 12 scans or when pids
-//     wrapped, which is when processes that exited are forgotten (until
-//     then Process says they are gone);
-//   - the stat of new processes, of processes started less than 30 s ago
-//     (a launcher exec'ing java, a container runtime's pivot_root just
-//     after fork), and of every process every 5 minutes;
-//   - the stat of whatever the caller asks for: Process(pid) and
-//     TreeRSS(pid), which walks the tree from the parents the watch knows
-//     and reads each member now, dropping those re-parented out of it.
-//
-// Seen(pid) is the last read of a process without reading it (for filters
-// over every process: kernel threads, command names), Recheck(pid) says
-// whether it was read in this scan because it is new or young, or found
-// changed by the periodic refresh (when a caller's own cache of the pid
-// is worth refreshing). Parents change only
-// when a process is re-parented after its parent exits, to an ancestor or
-// a subreaper, never into a JVM's tree; the periodic refresh bounds
-// anything else.
-//
-// The watch parses stat with a fmt-free parser of its own (parseStat), a
-// fast path beside procfs's Proc.Stat, which costs more than the kernel's
-// production of the file; TestParseStatAgreesWithProcfs and
-// TestWatchAgreesWithProcfsLive hold it to procfs's answers on every live
-// process.
+// A ProcessWatch reads per scan what changed in /proc and what is asked
+// about, not every process (its comment and Scan's say how); Seen(pid) is
+// a process's last read without reading it, Recheck(pid) whether it was
+// read in this scan as new, young or changed. The stat parser
+// (parseStat) is held to procfs's by TestParseStatAgreesWithProcfs and
+// TestWatchAgreesWithProcfsLive.
 //
 // # Process tree resident memory
 //
