@@ -44,7 +44,7 @@
 # on a shared machine; a quiet machine gives the figures to publish.
 #
 #   bench/interval.sh                              # 100 JVMs, WINDOW=120, START=180
-#   BASE=919fdc6~1 bench/interval.sh               # and the build before issue 42's simplification
+#   BASE=<rev> bench/interval.sh                   # and the build at <rev> beside it
 #   JVMS=4 WINDOW=20 OUT=/tmp/i.jsonl bench/interval.sh   # does every phase work
 #   python3 bench/report.py bench/results/interval.jsonl  # the tables of docs/performance.md
 #
