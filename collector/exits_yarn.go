@@ -33,11 +33,14 @@ func yarnEvidence(src yarnContainers, last jvm.Sample, d exits.Death) *exits.YAR
 	if !ok {
 		return nil
 	}
-	n := src.Node()
+	// What the NodeManager enforces under its line's rule, not what its
+	// settings ask: on stock Hadoop 3.3 the checks are on and nothing runs
+	// them, and nothing is inferred.
+	e := src.Node().Enforcement
 	y := &exits.YARN{
 		ContainerID: c.ID, Allocation: c.Allocation, VmemLimit: c.VmemLimit,
-		PmemCheck: n.PmemCheck, VmemCheck: n.VmemCheck, PollingCheck: n.PollingCheck,
-		Elastic: n.ElasticMemory, SmapsRSS: n.SmapsRSS,
+		PmemCheck: e.PmemCheck, VmemCheck: e.VmemCheck, PollingCheck: e.Polling(),
+		Elastic: e.Elastic, SmapsRSS: src.Node().SmapsRSS, Cgroup: last.CgroupPath,
 		TreeRSS: last.RSSJVM + last.RSSPython + last.RSSOther, TreeVsize: last.TreeVSize,
 		PythonWorkers: last.RSSPython > 0,
 	}

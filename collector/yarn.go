@@ -70,7 +70,8 @@ func YARNConfigFromFlags(logger log.Logger) (cfg yarn.Config, ok bool, err error
 		cfg.ResourceManagerURLs = conf.ResourceManagerURLs(yarnLocalHost)
 	}
 	level.Info(logger).Log("msg", "YARN node", "nodemanager", cfg.NodeManagerURL, "resourcemanagers", strings.Join(cfg.ResourceManagerURLs, ","),
-		"vmem_pmem_ratio", conf.VmemRatio, "pmem_check", conf.PmemCheck, "vmem_check", conf.VmemCheck, "polling_check", conf.PollingCheck())
+		"vmem_pmem_ratio", conf.VmemRatio, "pmem_check", conf.PmemCheck, "vmem_check", conf.VmemCheck, "monitor_enabled", conf.MonitorEnabled,
+		"cgroups_memory", conf.CgroupsMemory, "memory_enforced", conf.MemoryEnforced, "elastic_control", conf.ElasticControl)
 	return cfg, true, nil
 }
 
@@ -123,7 +124,7 @@ func readConfFile(path string) ([]byte, error) {
 type yarnCollector struct {
 	source *yarn.Source
 
-	up, info, checks, ratio, interval, containers, errors *prometheus.Desc
+	up, info, enforcement, checks, ratio, interval, containers, errors *prometheus.Desc
 }
 
 // NewYARNCollector returns a collector that reads s; nil s (not a YARN
@@ -134,15 +135,18 @@ func NewYARNCollector(s *yarn.Source) Collector {
 		up: prometheus.NewDesc(prometheus.BuildFQName(namespace, "yarn", "nodemanager_up"),
 			"Whether the last read of the local NodeManager's container list succeeded.", nil, nil),
 		info: prometheus.NewDesc(prometheus.BuildFQName(namespace, "yarn", "nodemanager_info"),
-			"The local NodeManager: its version and how it enforces container memory (polling: its monitor's RSS check; strict or elastic: cgroups), and whether its RSS is smaps-based.",
-			[]string{"version", "enforcement", "smaps_rss"}, nil),
+			"The local NodeManager: its version (empty until read) and whether its monitor counts smaps-based RSS.",
+			[]string{"version", "smaps_rss"}, nil),
+		enforcement: prometheus.NewDesc(prometheus.BuildFQName(namespace, "yarn", "memory_enforcement_info"),
+			"Who kills a container over its memory allocation, under the rule of the NodeManager's Hadoop line (2.x, 3.2, 3.3; unknown before its version is read) on its settings: enforcer (none, polling, kernel, elastic and their combinations, unknown), why (docs/yarn.md), whether the rule has YARN-11967 (yes, no, unknown).",
+			[]string{"rule", "yarn_11967", "enforcer", "why"}, nil),
 		checks: prometheus.NewDesc(prometheus.BuildFQName(namespace, "yarn", "memory_check_enabled"),
-			"Whether the NodeManager's polling monitor kills containers over their physical (pmem) or virtual (vmem) memory limit.",
+			"Whether the NodeManager's polling monitor kills containers over their physical (pmem) or virtual (vmem) memory limit, under the rule of its line on its settings; 0 when the rule is unknown.",
 			[]string{"check"}, nil),
 		ratio: prometheus.NewDesc(prometheus.BuildFQName(namespace, "yarn", "vmem_pmem_ratio"),
 			"yarn.nodemanager.vmem-pmem-ratio: a container's virtual memory limit over its allocation.", nil, nil),
 		interval: prometheus.NewDesc(prometheus.BuildFQName(namespace, "yarn", "monitor_interval_seconds"),
-			"yarn.nodemanager.container-monitor.interval-ms: time between two passes of the NodeManager's memory monitor.", nil, nil),
+			"The NodeManager's monitor interval (yarn.nodemanager.container-monitor.interval-ms, else resource-monitor.interval-ms); 0 or less: the monitor is off.", nil, nil),
 		containers: prometheus.NewDesc(prometheus.BuildFQName(namespace, "yarn", "containers"),
 			"Containers the NodeManager lists, by state.", []string{"state"}, nil),
 		errors: prometheus.NewDesc(prometheus.BuildFQName(namespace, "yarn", "request_errors_total"),
@@ -157,18 +161,11 @@ func (c *yarnCollector) Update(ch chan<- prometheus.Metric) error {
 	}
 	n := c.source.Node()
 	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, cloudBoolToFloat(n.Reachable))
-	enforcement := "polling"
-	switch {
-	case n.StrictMemory && n.ElasticMemory:
-		enforcement = "strict+elastic"
-	case n.StrictMemory:
-		enforcement = "strict"
-	case n.ElasticMemory:
-		enforcement = "elastic"
-	}
-	ch <- prometheus.MustNewConstMetric(c.info, prometheus.GaugeValue, 1, n.Version, enforcement, fmt.Sprint(n.SmapsRSS))
-	ch <- prometheus.MustNewConstMetric(c.checks, prometheus.GaugeValue, cloudBoolToFloat(n.PmemCheck && n.PollingCheck), "pmem")
-	ch <- prometheus.MustNewConstMetric(c.checks, prometheus.GaugeValue, cloudBoolToFloat(n.VmemCheck && n.PollingCheck), "vmem")
+	ch <- prometheus.MustNewConstMetric(c.info, prometheus.GaugeValue, 1, n.Version, fmt.Sprint(n.SmapsRSS))
+	e := n.Enforcement
+	ch <- prometheus.MustNewConstMetric(c.enforcement, prometheus.GaugeValue, 1, e.Rule, e.YARN11967, e.Enforcer(), e.Why)
+	ch <- prometheus.MustNewConstMetric(c.checks, prometheus.GaugeValue, cloudBoolToFloat(e.PmemCheck), "pmem")
+	ch <- prometheus.MustNewConstMetric(c.checks, prometheus.GaugeValue, cloudBoolToFloat(e.VmemCheck), "vmem")
 	ch <- prometheus.MustNewConstMetric(c.ratio, prometheus.GaugeValue, n.VmemRatio)
 	ch <- prometheus.MustNewConstMetric(c.interval, prometheus.GaugeValue, n.MonitorInterval.Seconds())
 

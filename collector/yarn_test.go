@@ -22,7 +22,9 @@ func TestYARNCollector(t *testing.T) {
 	srv.Launch("container_1700000000000_0042_01_000003", 5632)
 	srv.Finish("container_1700000000000_0042_01_000003", -104, "")
 	srv.Linger = time.Hour
-	conf, err := yarn.ParseSiteXML([]byte(`<configuration><property><name>yarn.nodemanager.vmem-pmem-ratio</name><value>5</value></property></configuration>`))
+	// Strict enforcement off: Hadoop 3.3's monitor polls.
+	conf, err := yarn.ParseSiteXML([]byte(`<configuration><property><name>yarn.nodemanager.vmem-pmem-ratio</name><value>5</value></property>` +
+		`<property><name>yarn.nodemanager.resource.memory.enforced</name><value>false</value></property></configuration>`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +32,8 @@ func TestYARNCollector(t *testing.T) {
 	s.Start()
 	defer s.Stop()
 	testenv.WaitFor(t, 10*time.Second, "the containers and an error", func() bool {
-		return len(s.Containers()) == 2 && s.Node().Version != "" && len(s.Errors()) > 0
+		killed, _ := s.Container("container_1700000000000_0042_01_000003")
+		return len(s.Containers()) == 2 && s.Node().Version != "" && len(s.Errors()) > 0 && killed.State == yarn.StateDone
 	})
 	var errLines []string
 	for _, target := range []string{"nodemanager", "resourcemanager"} {
@@ -44,18 +47,21 @@ func TestYARNCollector(t *testing.T) {
 	}
 	want := `# HELP executor_yarn_containers Containers the NodeManager lists, by state.
 # TYPE executor_yarn_containers gauge
-executor_yarn_containers{state="COMPLETE"} 1
+executor_yarn_containers{state="DONE"} 1
 executor_yarn_containers{state="RUNNING"} 1
-# HELP executor_yarn_memory_check_enabled Whether the NodeManager's polling monitor kills containers over their physical (pmem) or virtual (vmem) memory limit.
+# HELP executor_yarn_memory_check_enabled Whether the NodeManager's polling monitor kills containers over their physical (pmem) or virtual (vmem) memory limit, under the rule of its line on its settings; 0 when the rule is unknown.
 # TYPE executor_yarn_memory_check_enabled gauge
 executor_yarn_memory_check_enabled{check="pmem"} 1
 executor_yarn_memory_check_enabled{check="vmem"} 1
-# HELP executor_yarn_monitor_interval_seconds yarn.nodemanager.container-monitor.interval-ms: time between two passes of the NodeManager's memory monitor.
+# HELP executor_yarn_memory_enforcement_info Who kills a container over its memory allocation, under the rule of the NodeManager's Hadoop line (2.x, 3.2, 3.3; unknown before its version is read) on its settings: enforcer (none, polling, kernel, elastic and their combinations, unknown), why (docs/yarn.md), whether the rule has YARN-11967 (yes, no, unknown).
+# TYPE executor_yarn_memory_enforcement_info gauge
+executor_yarn_memory_enforcement_info{enforcer="polling",rule="3.3",why="polling_checks",yarn_11967="no"} 1
+# HELP executor_yarn_monitor_interval_seconds The NodeManager's monitor interval (yarn.nodemanager.container-monitor.interval-ms, else resource-monitor.interval-ms); 0 or less: the monitor is off.
 # TYPE executor_yarn_monitor_interval_seconds gauge
 executor_yarn_monitor_interval_seconds 3
-# HELP executor_yarn_nodemanager_info The local NodeManager: its version and how it enforces container memory (polling: its monitor's RSS check; strict or elastic: cgroups), and whether its RSS is smaps-based.
+# HELP executor_yarn_nodemanager_info The local NodeManager: its version (empty until read) and whether its monitor counts smaps-based RSS.
 # TYPE executor_yarn_nodemanager_info gauge
-executor_yarn_nodemanager_info{enforcement="polling",smaps_rss="false",version="3.3.6"} 1
+executor_yarn_nodemanager_info{smaps_rss="false",version="3.3.6"} 1
 # HELP executor_yarn_nodemanager_up Whether the last read of the local NodeManager's container list succeeded.
 # TYPE executor_yarn_nodemanager_up gauge
 executor_yarn_nodemanager_up 1
@@ -77,7 +83,7 @@ executor_yarn_vmem_pmem_ratio 5
 	testenv.WaitFor(t, 10*time.Second, "the vmem check off", func() bool { return !s.Node().VmemCheck })
 	srv.SetMode(yarntest.ModeForbidden)
 	testenv.WaitFor(t, 10*time.Second, "the NodeManager down", func() bool { return !s.Node().Reachable })
-	want = `# HELP executor_yarn_memory_check_enabled Whether the NodeManager's polling monitor kills containers over their physical (pmem) or virtual (vmem) memory limit.
+	want = `# HELP executor_yarn_memory_check_enabled Whether the NodeManager's polling monitor kills containers over their physical (pmem) or virtual (vmem) memory limit, under the rule of its line on its settings; 0 when the rule is unknown.
 # TYPE executor_yarn_memory_check_enabled gauge
 executor_yarn_memory_check_enabled{check="pmem"} 1
 executor_yarn_memory_check_enabled{check="vmem"} 0
@@ -89,6 +95,34 @@ executor_yarn_nodemanager_up 0
 		return testutil.CollectAndCompare(collectorFunc{c}, strings.NewReader(want), "executor_yarn_nodemanager_up", "executor_yarn_memory_check_enabled") == nil
 	})
 	if err := testutil.CollectAndCompare(collectorFunc{c}, strings.NewReader(want), "executor_yarn_nodemanager_up", "executor_yarn_memory_check_enabled"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestYARNCollectorStock: Apache Hadoop 3.3 on YARN's defaults (no
+// cgroups, resource.memory.enforced true): the checks are on in the
+// settings, and nothing enforces (YARN-11967).
+func TestYARNCollectorStock(t *testing.T) {
+	srv := yarntest.NewServer()
+	defer srv.Close()
+	conf, err := yarn.FromProps(map[string]string{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := yarn.NewSource(yarn.Config{NodeManagerURL: srv.URL, Conf: conf, Interval: 50 * time.Millisecond}, log.NewNopLogger())
+	s.Start()
+	defer s.Stop()
+	testenv.WaitFor(t, 10*time.Second, "the node info", func() bool { return s.Node().Version != "" })
+	want := `# HELP executor_yarn_memory_check_enabled Whether the NodeManager's polling monitor kills containers over their physical (pmem) or virtual (vmem) memory limit, under the rule of its line on its settings; 0 when the rule is unknown.
+# TYPE executor_yarn_memory_check_enabled gauge
+executor_yarn_memory_check_enabled{check="pmem"} 0
+executor_yarn_memory_check_enabled{check="vmem"} 0
+# HELP executor_yarn_memory_enforcement_info Who kills a container over its memory allocation, under the rule of the NodeManager's Hadoop line (2.x, 3.2, 3.3; unknown before its version is read) on its settings: enforcer (none, polling, kernel, elastic and their combinations, unknown), why (docs/yarn.md), whether the rule has YARN-11967 (yes, no, unknown).
+# TYPE executor_yarn_memory_enforcement_info gauge
+executor_yarn_memory_enforcement_info{enforcer="none",rule="3.3",why="strict_without_cgroups",yarn_11967="no"} 1
+`
+	if err := testutil.CollectAndCompare(collectorFunc{NewYARNCollector(s)}, strings.NewReader(want),
+		"executor_yarn_memory_check_enabled", "executor_yarn_memory_enforcement_info"); err != nil {
 		t.Fatal(err)
 	}
 }

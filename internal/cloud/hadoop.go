@@ -16,8 +16,8 @@ const (
 	PlatformDataproc = "dataproc"
 )
 
-// DefaultEMRInfoDir is where EMR writes instance.json and job-flow.json
-// on every node of a cluster.
+// DefaultEMRInfoDir is where EMR writes instance.json, job-flow.json and
+// extraInstanceData.json on every node of a cluster.
 const DefaultEMRInfoDir = "/mnt/var/lib/info"
 
 // maxEMRFileBytes bounds each file: EMR's are a few KiB.
@@ -31,14 +31,27 @@ type emrInstance struct {
 	IsMaster        bool   `json:"isMaster"`
 }
 
-// ParseEMR makes the node pool of an EMR node from instance.json and
-// job-flow.json (which may be nil): emr/<cluster>/<role>/<group or
-// fleet>, role master, core or task. Parts that are not known are left
-// out from the end (emr/<cluster>/<role> without a group id).
-func ParseEMR(instanceJSON, jobFlowJSON []byte) (string, error) {
+// ParseEMR makes the node pool of an EMR node from instance.json,
+// job-flow.json and extraInstanceData.json (either may be nil):
+// emr/<cluster>/<role>/<group or fleet>, role master, core or task. The
+// role is instance.json's instanceRole, else extraInstanceData.json's (what
+// bootstrap actions read: instance.json documents only isMaster and
+// instanceGroupId), else master for isMaster. Parts that are not known are
+// left out from the end (emr/<cluster>/<role> without a group id).
+func ParseEMR(instanceJSON, jobFlowJSON, extraJSON []byte) (string, error) {
 	var inst emrInstance
 	if err := json.Unmarshal(instanceJSON, &inst); err != nil {
 		return "", fmt.Errorf("instance.json: %w", err)
+	}
+	if extraJSON != nil && strings.TrimSpace(inst.InstanceRole) == "" {
+		var extra emrInstance
+		if err := json.Unmarshal(extraJSON, &extra); err != nil {
+			return "", fmt.Errorf("extraInstanceData.json: %w", err)
+		}
+		inst.InstanceRole = extra.InstanceRole
+		if inst.InstanceGroupID == "" && inst.InstanceFleetID == "" {
+			inst.InstanceGroupID, inst.InstanceFleetID = extra.InstanceGroupID, extra.InstanceFleetID
+		}
 	}
 	var flow struct {
 		JobFlowID string `json:"jobFlowId"`
@@ -53,7 +66,7 @@ func ParseEMR(instanceJSON, jobFlowJSON []byte) (string, error) {
 		role = "master"
 	}
 	if role == "" {
-		return "", errors.New("instance.json: no instanceRole")
+		return "", errors.New("instance.json and extraInstanceData.json: no instanceRole")
 	}
 	group := inst.InstanceGroupID
 	if group == "" {
@@ -79,7 +92,11 @@ func readEMR(dir string) (pool string, ok bool, err error) {
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return "", true, err
 	}
-	pool, err = ParseEMR(inst, flow)
+	extra, err := readSmall(filepath.Join(dir, "extraInstanceData.json"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", true, err
+	}
+	pool, err = ParseEMR(inst, flow, extra)
 	return pool, true, err
 }
 

@@ -15,6 +15,8 @@ func TestParseEMR(t *testing.T) {
 		"task-group": "emr/j-2AXXXXXXGAPLF/task/ig-2EXAMPLETASK",
 		"core-fleet": "emr/j-3BYYYYYYHBQMG/core/if-1EXAMPLECORE",
 		"master":     "emr//master/ig-1OLDMASTER", // no job-flow.json: the cluster part is empty
+		// instance.json without instanceRole: extraInstanceData.json's.
+		"core-extra": "emr/j-1CZZZZZZKDRNH/core/ig-3EXAMPLECORE",
 	} {
 		pool, ok, err := readEMR(filepath.Join("testdata", "emr", dir))
 		if err != nil || !ok {
@@ -32,7 +34,10 @@ func TestParseEMR(t *testing.T) {
 		"truncated": `{"instanceRole":"Core"`,
 		"wrong":     `{"instanceRole":7}`,
 	} {
-		if _, err := ParseEMR([]byte(in), nil); err == nil {
+		if _, err := ParseEMR([]byte(in), nil, []byte(`{"jobFlowId":"j-1"}`)); err == nil {
+			t.Errorf("%s, extraInstanceData.json without a role: no error", name)
+		}
+		if _, err := ParseEMR([]byte(in), nil, nil); err == nil {
 			t.Errorf("%s: no error", name)
 		}
 	}
@@ -114,13 +119,14 @@ func TestCloudRefreshHadoopNodePools(t *testing.T) {
 }
 
 func FuzzParseEMR(f *testing.F) {
-	for _, dir := range []string{"task-group", "core-fleet", "master"} {
+	for _, dir := range []string{"task-group", "core-fleet", "master", "core-extra"} {
 		inst, _ := os.ReadFile(filepath.Join("testdata", "emr", dir, "instance.json"))
 		flow, _ := os.ReadFile(filepath.Join("testdata", "emr", dir, "job-flow.json"))
-		f.Add(inst, flow)
+		extra, _ := os.ReadFile(filepath.Join("testdata", "emr", dir, "extraInstanceData.json"))
+		f.Add(inst, flow, extra)
 	}
-	f.Fuzz(func(t *testing.T, inst, flow []byte) {
-		pool, err := ParseEMR(inst, flow)
+	f.Fuzz(func(t *testing.T, inst, flow, extra []byte) {
+		pool, err := ParseEMR(inst, flow, extra)
 		if err != nil {
 			return
 		}

@@ -20,7 +20,9 @@ const (
 	ReasonYARNVmem = "yarn_vmem_limit"
 	// ReasonYARNElastic: with elastic cgroup memory control, the
 	// NodeManager's OOM handler SIGKILLed the container when the containers'
-	// cgroup as a whole ran out; the kernel logs no OOM kill.
+	// cgroup as a whole ran out; the kernel logs no OOM kill, and the
+	// NodeManager's diagnostics say only "Killed by external signal" (the
+	// handler's own line goes to its log).
 	ReasonYARNElastic = "yarn_elastic_oom"
 )
 
@@ -36,9 +38,16 @@ type YARN struct {
 	// Allocation is the container's memory allocation (the physical
 	// limit); VmemLimit the virtual one, Allocation × the ratio.
 	Allocation, VmemLimit uint64
-	// The NodeManager's monitor: which checks run, whether it polls at all
-	// (no cgroup enforcement), elastic cgroup control, smaps-based RSS.
+	// What the NodeManager enforces, under the rule of its line on its
+	// settings (yarn.Enforce): the polling checks that kill, whether it
+	// polls at all, elastic control's OOM handler; and whether its RSS is
+	// smaps-based. A kill is inferred only where it polls.
 	PmemCheck, VmemCheck, PollingCheck, Elastic, SmapsRSS bool
+	// Cgroup is the memory cgroup the JVM ran in, as /proc/<pid>/cgroup
+	// names it; empty when none. Elastic control's handler kills only
+	// what is in a container's own cgroup, which the NodeManager names
+	// after the container (…/hadoop-yarn/<container id>).
+	Cgroup string
 	// The tracker's last sample of the JVM's process tree before the end:
 	// resident memory summed as the NodeManager sums it and the address
 	// space, SampleAgo before the JVM was last seen alive.
@@ -77,29 +86,42 @@ const pmemAdviceGeneric = "raise spark.executor.memoryOverhead"
 
 // yarnSeen applies the NodeManager's own word, when read. ok is false
 // when it explains nothing (no container, a release, a preemption, an
-// exit).
+// exit, a signal nothing here names).
 func yarnSeen(d Death, file, heap string) (Verdict, bool) {
 	y := d.YARN
 	if y == nil {
 		return Verdict{}, false
 	}
-	if s := y.Status; s != nil {
-		switch {
-		case s.ExitStatus == yarn.ExitKilledVmem || s.Kill == yarn.KillVmem:
-			return y.vmem(fmt.Sprintf("NodeManager exit status %d, %s", s.ExitStatus, y.figures(s, "virtual", y.VmemLimit)), file), true
-		case s.ExitStatus == yarn.ExitKilledPmem || s.Kill == yarn.KillPmem:
-			what := "NodeManager exit status -104, " + y.figures(s, "physical", y.Allocation)
-			if s.Kill == yarn.KillElastic {
-				what = "NodeManager exit status -104: its cgroup was under OOM (strict and elastic control)"
-			}
-			return y.pmem(what, file, heap), true
-		// The elastic handler SIGKILLs the container's processes itself,
-		// not through a kill request: exit 137 and "Killed by external
-		// signal" (the parser leaves out the NodeManager's own kills).
-		case s.Kill == yarn.KillElastic || (s.Kill == yarn.KillSignal && y.Elastic && s.ExitStatus == 137):
-			return Verdict{Reason: ReasonYARNElastic, Evidence: fmt.Sprintf("NodeManager exit status %d, killed by an external signal under elastic memory control: "+
-				"its OOM handler SIGKILLed the container when the containers' cgroup ran out; %s; %s", s.ExitStatus, y.usage(), file), Advice: elasticAdvice}, true
+	s := y.Status
+	if s == nil {
+		return Verdict{}, false
+	}
+	switch {
+	// The monitor's own kills: its exit status wins whatever the model
+	// of its settings says, and whatever is left of its diagnostics.
+	case s.ExitStatus == yarn.ExitKilledVmem || s.Kill == yarn.KillVmem:
+		return y.vmem(fmt.Sprintf("NodeManager exit status %d, %s", s.ExitStatus, y.figures(s, "virtual", y.VmemLimit)), file), true
+	case s.ExitStatus == yarn.ExitKilledPmem || s.Kill == yarn.KillPmem || s.Kill == yarn.KillUnderOOM:
+		what := "NodeManager exit status -104, " + y.figures(s, "physical", y.Allocation)
+		if s.Kill == yarn.KillUnderOOM {
+			what = "NodeManager exit status -104: its cgroup was under OOM (strict and elastic control)"
 		}
+		return y.pmem(what, file, heap), true
+	// "Killed by external signal": not the NodeManager. A kernel kill was
+	// matched before this is asked; elastic control's handler SIGKILLs
+	// what is in a container's cgroup.
+	case s.Kill == yarn.KillSignal && s.ExitStatus == 137 && y.Elastic && y.inContainerCgroup():
+		return Verdict{Reason: ReasonYARNElastic, Evidence: fmt.Sprintf("NodeManager exit status 137, killed by an external signal (not the NodeManager's monitor); "+
+			"evidence: the container's cgroup %s under elastic memory control, no kernel OOM kill: its OOM handler SIGKILLs containers, those over their allocation first, "+
+			"when the containers' cgroup runs out (its log says \"killed by elastic cgroups OOM handler\"); %s; %s", y.Cgroup, y.usage(), file), Advice: elasticAdvice}, true
+	case s.Kill == yarn.KillSignal && s.ExitStatus == 137:
+		why := "no elastic memory control"
+		if y.Elastic {
+			why = "elastic memory control is on but the JVM was in no cgroup of its container's, where its handler acts"
+		}
+		return Verdict{Reason: ReasonKilled, Evidence: fmt.Sprintf("NodeManager exit status 137, killed by an external signal: not the NodeManager (it writes no such line for its own kills); "+
+			"evidence: none: no kernel OOM kill, %s: something else on the node sent SIGKILL (a node agent such as Dataproc's memory protection, or an operator); %s; %s; %s",
+			why, y.usage(), file, heap)}, true
 	}
 	return Verdict{}, false // a release, a preemption, the application's end: no memory kill
 }
@@ -124,6 +146,16 @@ func yarnInferred(d Death, file, heap string) (Verdict, bool) {
 			y.SampleAgo.Round(100*time.Millisecond), inMiBString(y.TreeRSS), inMiBString(y.Allocation)), file, heap), true
 	}
 	return Verdict{}, false
+}
+
+// inContainerCgroup reports whether the JVM's cgroup is its container's.
+func (y *YARN) inContainerCgroup() bool {
+	for _, part := range strings.Split(y.Cgroup, "/") {
+		if part == y.ContainerID {
+			return true
+		}
+	}
+	return false
 }
 
 func (y *YARN) vmem(what, file string) Verdict {
@@ -191,13 +223,18 @@ func yarnNote(y *YARN) string {
 	if y == nil || y.Status == nil {
 		return ""
 	}
+	if y.Status.Kill == yarn.KillSignal {
+		return fmt.Sprintf("YARN container %s exit status %d, killed by an external signal (not the NodeManager)", y.ContainerID, y.Status.ExitStatus)
+	}
 	what := map[int]string{
-		yarn.ExitKilledByAppMaster: "released by the ApplicationMaster (exit status -105: dynamic allocation, the application's end)",
+		yarn.ExitKilledByRM:        "released through the ResourceManager (exit status -106: Spark's dynamic allocation giving the executor back, a preemption, or the application's end)",
+		yarn.ExitKilledByAppMaster: "stopped by its ApplicationMaster (exit status -105)",
 		yarn.ExitPreempted:         "preempted by the scheduler (exit status -102)",
 		yarn.ExitAborted:           "aborted by the framework (exit status -100)",
-		yarn.ExitKilledByRM:        "killed by the ResourceManager (exit status -106)",
+		yarn.ExitDisksFailed:       "ended because the node's disks failed (exit status -101)",
 		yarn.ExitKilledAfterApp:    "killed after the application finished (exit status -107)",
 		yarn.ExitKilledByScheduler: "killed by the container scheduler for another container (exit status -108)",
+		yarn.ExitKilledExcessLogs:  "killed for writing more logs than allowed (exit status -109)",
 	}[y.Status.ExitStatus]
 	if what == "" {
 		what = fmt.Sprintf("exit status %d", y.Status.ExitStatus)

@@ -39,6 +39,7 @@ func TestDecideYARN(t *testing.T) {
 		}
 	}
 	over := func(y *YARN) { y.TreeRSS = 1025 * mib }
+	inCgroup := func(y *YARN) { y.Cgroup = "/hadoop-yarn/" + yarnID }
 	for _, tc := range []struct {
 		name     string
 		death    Death
@@ -58,17 +59,35 @@ func TestDecideYARN(t *testing.T) {
 		}(), nil, spot, ReasonYARNPmem, nil, ""},
 		{"-103 read", onYARN(FileDeleted, status(-103, yarn.KillVmem, 2200*mib, 2150*mib)), nil, nil, ReasonYARNVmem,
 			[]string{"2200 MiB of 2150 MiB virtual"}, "yarn.nodemanager.vmem-check-enabled=false"},
-		{"under OOM, strict and elastic", onYARN(FileLeftBehind, status(-104, yarn.KillElastic, 0, 0)), nil, nil, ReasonYARNPmem, []string{"under OOM"}, ""},
-		{"elastic handler's SIGKILL", onYARN(FileLeftBehind, and(status(137, yarn.KillSignal, 0, 0), func(y *YARN) { y.Elastic, y.PollingCheck = true, false })),
-			nil, nil, ReasonYARNElastic, []string{"elastic memory control"}, "memoryOverhead"},
-		{"SIGTERM under elastic control is not the handler's", onYARN(FileDeleted, and(status(143, yarn.KillSignal, 0, 0), func(y *YARN) { y.Elastic, y.PollingCheck = true, false })),
-			nil, nil, ReasonExited, nil, ""},
-		{"a release under elastic control", onYARN(FileDeleted, and(status(-105, "", 0, 0), func(y *YARN) { y.Elastic, y.PollingCheck = true, false })),
-			nil, nil, ReasonExited, []string{"ApplicationMaster"}, ""},
-		{"external signal without elastic control is someone's kill", onYARN(FileLeftBehind, status(137, yarn.KillSignal, 0, 0)), nil, nil, ReasonKilled, nil, ""},
-		{"kernel kill in a strict cgroup", onYARN(FileLeftBehind, and(status(137, yarn.KillSignal, 0, 0), func(y *YARN) { y.PollingCheck = false })), kernel, nil, ReasonOOMKilled, nil, ""},
-		{"ApplicationMaster release", onYARN(FileDeleted, and(over, status(-105, "", 0, 0))), nil, nil, ReasonExited, []string{"released by the ApplicationMaster"}, ""},
+		{"under OOM, strict and elastic", onYARN(FileLeftBehind, status(-104, yarn.KillUnderOOM, 0, 0)), nil, nil, ReasonYARNPmem, []string{"under OOM"}, ""},
+		// The monitor's -104 wins over a model that says it does not poll.
+		{"-104 beats the model", onYARN(FileDeleted, and(status(-104, "", 0, 0), func(y *YARN) { y.PmemCheck, y.VmemCheck, y.PollingCheck = false, false, false })),
+			nil, nil, ReasonYARNPmem, []string{"exit status -104"}, "memoryOverhead"},
+		// "Killed by external signal" is never the NodeManager's pmem kill:
+		// each is named by its evidence.
+		{"elastic handler's SIGKILL", onYARN(FileLeftBehind, and(status(137, yarn.KillSignal, 0, 0), inCgroup, func(y *YARN) { y.Elastic = true })),
+			nil, nil, ReasonYARNElastic, []string{"evidence: the container's cgroup /hadoop-yarn/" + yarnID, "not the NodeManager's monitor"}, "memoryOverhead"},
+		{"elastic control, no cgroup to act on", onYARN(FileLeftBehind, and(status(137, yarn.KillSignal, 0, 0), over, func(y *YARN) { y.Elastic = true })),
+			nil, nil, ReasonKilled, []string{"evidence: none", "no cgroup of its container's"}, ""},
+		{"elastic control, the NodeManager's own cgroup", onYARN(FileLeftBehind, and(status(137, yarn.KillSignal, 0, 0), func(y *YARN) {
+			y.Elastic, y.Cgroup = true, "/system.slice/hadoop-yarn-nodemanager.service"
+		})), nil, nil, ReasonKilled, []string{"evidence: none"}, ""},
+		{"SIGTERM under elastic control is not the handler's", onYARN(FileDeleted, and(status(143, yarn.KillSignal, 0, 0), inCgroup, func(y *YARN) { y.Elastic = true })),
+			nil, nil, ReasonExited, []string{"killed by an external signal (not the NodeManager)"}, ""},
+		{"a release under elastic control", onYARN(FileDeleted, and(status(-106, "", 0, 0), inCgroup, func(y *YARN) { y.Elastic = true })),
+			nil, nil, ReasonExited, []string{"released through the ResourceManager"}, ""},
+		{"a node agent's SIGKILL, over the allocation", onYARN(FileLeftBehind, and(over, status(137, yarn.KillSignal, 0, 0))), nil, nil, ReasonKilled,
+			[]string{"not the NodeManager", "evidence: none", "node agent"}, ""},
+		{"kernel kill, machine-wide", onYARN(FileLeftBehind, and(over, status(137, yarn.KillSignal, 0, 0))), kernel, nil, ReasonOOMKilled,
+			[]string{"kernel OOM kill", "killed by an external signal (not the NodeManager)"}, ""},
+		{"kernel kill in a strict cgroup", onYARN(FileLeftBehind, and(status(137, yarn.KillSignal, 0, 0), inCgroup, func(y *YARN) { y.PollingCheck = false })), kernel, nil, ReasonOOMKilled, nil, ""},
+		// Spark's release of an executor reaches the NodeManager from the
+		// ResourceManager; an ApplicationMaster's stop is MapReduce's way.
+		{"Spark's release", onYARN(FileDeleted, and(over, status(-106, "", 0, 0))), nil, nil, ReasonExited, []string{"released through the ResourceManager (exit status -106"}, ""},
+		{"Spark's release, SIGKILL after the grace", onYARN(FileLeftBehind, and(over, status(-106, "", 0, 0))), nil, nil, ReasonKilled, []string{"exit status -106", "no memory kill"}, ""},
+		{"ApplicationMaster stop", onYARN(FileDeleted, and(over, status(-105, "", 0, 0))), nil, nil, ReasonExited, []string{"stopped by its ApplicationMaster (exit status -105)"}, ""},
 		{"preemption", onYARN(FileLeftBehind, status(-102, "", 0, 0)), nil, nil, ReasonKilled, []string{"preempted"}, ""},
+		{"excess logs", onYARN(FileDeleted, status(-109, "", 0, 0)), nil, nil, ReasonExited, []string{"more logs than allowed (exit status -109)"}, ""},
 		{"the application's end", onYARN(FileDeleted, status(-107, "", 0, 0)), nil, nil, ReasonExited, []string{"after the application finished"}, ""},
 		{"exit 0", onYARN(FileDeleted, status(0, "", 0, 0)), nil, nil, ReasonExited, nil, ""},
 		{"heap exhaustion's exit 52", func() Death {
@@ -84,6 +103,10 @@ func TestDecideYARN(t *testing.T) {
 		{"a sample just in time", onYARN(FileLeftBehind, and(over, func(y *YARN) { y.SampleAgo = YARNInferWithin })), nil, nil, ReasonYARNPmem, nil, ""},
 		{"pmem check off", onYARN(FileLeftBehind, and(over, func(y *YARN) { y.PmemCheck = false })), nil, nil, ReasonKilled, nil, ""},
 		{"no polling monitor (strict cgroups)", onYARN(FileLeftBehind, and(over, func(y *YARN) { y.PollingCheck = false })), nil, nil, ReasonKilled, nil, ""},
+		// Stock Hadoop 3.3, no cgroups: nothing enforces (yarn.Enforce), so
+		// nothing is inferred.
+		{"stock 3.3: no inference", onYARN(FileLeftBehind, and(over, func(y *YARN) { y.PmemCheck, y.VmemCheck, y.PollingCheck = false, false, false })),
+			nil, nil, ReasonKilled, nil, ""},
 		{"inferred vmem first", onYARN(FileLeftBehind, and(over, func(y *YARN) { y.TreeVsize = 2151 * mib })), nil, nil, ReasonYARNVmem, []string{"inferred", "address space"}, "vmem-pmem-ratio"},
 		{"vmem check off", onYARN(FileLeftBehind, func(y *YARN) { y.TreeVsize, y.VmemCheck = 4000*mib, false }), nil, nil, ReasonKilled, nil, ""},
 		{"a notice beats an inference", onYARN(FileDeleted, over), nil, spot, ReasonInterrupted, nil, ""},

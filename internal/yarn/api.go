@@ -18,23 +18,52 @@ const MaxBodyBytes = 4 << 20
 // MaxContainers bounds the containers taken from one list.
 const MaxContainers = 2000
 
-// maxDiagnosticsBytes caps the diagnostics kept per container: the
-// NodeManager appends a dump of the whole process tree after the sentence
-// that matters.
-const maxDiagnosticsBytes = 8 << 10
+// MaxDiagnosticsBytes caps the diagnostics kept per container once read:
+// the NodeManager keeps the last yarn.nodemanager.container-diagnostics-maximum-size
+// characters (10,000), most of them a dump of the process tree. The kill
+// they name is parsed from the whole text first.
+const MaxDiagnosticsBytes = 8 << 10
 
-// Container states, as the NodeManager writes them (ContainerState).
+// Container states, as the NodeManager's web services write them: its own
+// state machine's (nodemanager's ContainerState), not the API's
+// NEW/RUNNING/COMPLETE.
 const (
-	StateNew        = "NEW"
-	StateLocalizing = "LOCALIZING"
-	StateScheduled  = "SCHEDULED"
-	StateRunning    = "RUNNING"
-	StateKilling    = "KILLING"
-	StateDone       = "DONE"
-	StateComplete   = "COMPLETE"
-	StateExited     = "EXITED_WITH_SUCCESS"
-	StateFailed     = "EXITED_WITH_FAILURE"
+	StateNew                = "NEW"
+	StateLocalizing         = "LOCALIZING"
+	StateLocalizationFailed = "LOCALIZATION_FAILED"
+	StateScheduled          = "SCHEDULED"
+	StateRunning            = "RUNNING"
+	StateRelaunching        = "RELAUNCHING"
+	StateReinitializing     = "REINITIALIZING"
+	StateReinitAwaitingKill = "REINITIALIZING_AWAITING_KILL"
+	StateExitedSuccess      = "EXITED_WITH_SUCCESS"
+	StateExitedFailure      = "EXITED_WITH_FAILURE"
+	StateKilling            = "KILLING"
+	StateCleanedUpAfterKill = "CONTAINER_CLEANEDUP_AFTER_KILL"
+	StateCleaningUp         = "CONTAINER_RESOURCES_CLEANINGUP"
+	StateDone               = "DONE"
+	StatePausing            = "PAUSING"
+	StatePaused             = "PAUSED"
+	StateResuming           = "RESUMING"
 )
+
+// Ended reports whether a NodeManager state says the container's process
+// has ended or is being killed, so that its exit status is the last word:
+// KILLING carries the kill's status (-104, -106, …) from the moment the
+// NodeManager decides, while a RUNNING container that was relaunched still
+// carries its previous attempt's. ok is false for a state that is not the
+// NodeManager's (an older or patched build).
+func Ended(state string) (ended, ok bool) {
+	switch state {
+	case StateLocalizationFailed, StateExitedSuccess, StateExitedFailure, StateKilling,
+		StateCleanedUpAfterKill, StateCleaningUp, StateDone:
+		return true, true
+	case StateNew, StateLocalizing, StateScheduled, StateRunning, StateRelaunching, StateReinitializing,
+		StateReinitAwaitingKill, StatePausing, StatePaused, StateResuming:
+		return false, true
+	}
+	return false, false
+}
 
 // Exit statuses of a container the framework ended (ContainerExitStatus);
 // a container whose process ended by itself has the process's exit code.
@@ -49,6 +78,7 @@ const (
 	ExitKilledByRM        = -106
 	ExitKilledAfterApp    = -107
 	ExitKilledByScheduler = -108
+	ExitKilledExcessLogs  = -109 // trunk: the container log monitor (KILLED_FOR_EXCESS_LOGS)
 )
 
 // MiB is what totalMemoryNeededMB counts in: YARN's "MB" are mebibytes
@@ -68,15 +98,15 @@ type APIContainer struct {
 	ExecutionType       string `json:"executionType"`
 }
 
-// containerList is {"containers":{"container":[…]}}; {"containers":null}
-// when the node has none. A single object in place of the array is taken
-// too: Jersey's JSON notations differ on lists of one (Hadoop's resolver
-// asks for the natural one, which writes an array; the mapped default
-// writes the bare element), and a proxy or older build may use either.
+// containerList is {"containers":{"container":[…]}}. A node with none
+// answers {"containers":null} (Hadoop 2), {"containers":{}} (Hadoop 3) or
+// {"containers":""} (trunk's Jersey 2). A single object in place of the
+// array is taken too: Jersey's JSON notations differ on lists of one
+// (Hadoop's resolver asks for the natural one, which writes an array; the
+// mapped default writes the bare element), and a proxy or older build may
+// use either.
 type containerList struct {
-	Containers *struct {
-		Container json.RawMessage `json:"container"`
-	} `json:"containers"`
+	Containers json.RawMessage `json:"containers"`
 }
 
 // ParseContainers parses /ws/v1/node/containers.
@@ -88,13 +118,22 @@ func ParseContainers(data []byte) ([]APIContainer, error) {
 	if err := json.Unmarshal(data, &l); err != nil {
 		return nil, fmt.Errorf("containers: %w", err)
 	}
-	if l.Containers == nil {
-		if !bytes.Contains(data, []byte(`"containers"`)) {
-			return nil, fmt.Errorf("containers: no \"containers\" in the answer")
-		}
-		return nil, nil
+	outer := bytes.TrimSpace(l.Containers)
+	switch {
+	case len(outer) == 0:
+		return nil, fmt.Errorf("containers: no \"containers\" in the answer")
+	case bytes.Equal(outer, []byte("null")), bytes.Equal(outer, []byte(`""`)):
+		return nil, nil // an idle node
+	case outer[0] != '{':
+		return nil, fmt.Errorf("containers: %.32s is no list", outer)
 	}
-	raw := bytes.TrimSpace(l.Containers.Container)
+	var inner struct {
+		Container json.RawMessage `json:"container"`
+	}
+	if err := json.Unmarshal(outer, &inner); err != nil {
+		return nil, fmt.Errorf("containers: %w", err)
+	}
+	raw := bytes.TrimSpace(inner.Container)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return nil, nil
 	}
@@ -151,7 +190,8 @@ func (c APIContainer) check() (APIContainer, error) {
 	c.User = labelvalue.Cap(c.User, 64)
 	c.NodeID = labelvalue.Cap(c.NodeID, 256)
 	c.ExecutionType = labelvalue.Cap(c.ExecutionType, 32)
-	c.Diagnostics = labelvalue.Cap(c.Diagnostics, maxDiagnosticsBytes)
+	// Diagnostics stay whole (the body is bounded): the kill they name may
+	// be anywhere in them. The Source parses them, then keeps less.
 	return c, nil
 }
 

@@ -25,6 +25,7 @@ const MaxConfBytes = 4 << 20
 
 // Configuration keys and their defaults (YarnConfiguration, yarn-default.xml).
 const (
+	keyNMHostname      = "yarn.nodemanager.hostname"
 	keyNMWebapp        = "yarn.nodemanager.webapp.address"
 	keyNMWebappHTTPS   = "yarn.nodemanager.webapp.https.address"
 	keyRMHostname      = "yarn.resourcemanager.hostname"
@@ -37,6 +38,8 @@ const (
 	keyPmemCheck       = "yarn.nodemanager.pmem-check-enabled"
 	keyVmemCheck       = "yarn.nodemanager.vmem-check-enabled"
 	keyMonitorInterval = "yarn.nodemanager.container-monitor.interval-ms"
+	keyResourceMonitor = "yarn.nodemanager.resource-monitor.interval-ms"
+	keyMonitorEnabled  = "yarn.nodemanager.container-monitor.enabled"
 	keySmapsRSS        = "yarn.nodemanager.container-monitor.procfs-tree.smaps-based-rss.enabled"
 	keyMemoryEnabled   = "yarn.nodemanager.resource.memory.enabled"
 	keyMemoryEnforced  = "yarn.nodemanager.resource.memory.enforced"
@@ -74,22 +77,24 @@ type Conf struct {
 	NodeManager      string
 	ResourceManagers []string
 
-	VmemRatio     float64
-	PmemCheck     bool
-	VmemCheck     bool
-	MonitorMillis int64
-	SmapsRSS      bool
-	CgroupsMemory bool // yarn.nodemanager.resource.memory.enabled
-	StrictMemory  bool // cgroups memory on and enforced: the container's cgroup limit is its allocation
-	ElasticMemory bool // cgroups memory on with elastic control: the NodeManager's OOM handler kills
-	AuthType      string
-}
-
-// PollingCheck reports whether the NodeManager's polling monitor judges
-// memory at all: cgroup enforcement (strict or elastic alone) switches it
-// off in Hadoop 3.2+; with both, it asks the cgroup whether it is under OOM.
-func (c Conf) PollingCheck() bool {
-	return !(c.StrictMemory || c.ElasticMemory)
+	VmemRatio float64
+	PmemCheck bool // yarn.nodemanager.pmem-check-enabled
+	VmemCheck bool // yarn.nodemanager.vmem-check-enabled
+	// MonitorMillis is the container monitor's interval: container-monitor.interval-ms,
+	// else resource-monitor.interval-ms, else 3000. MonitorEnabled is
+	// container-monitor.enabled with an interval above 0: off, the
+	// NodeManager starts without its monitor and no polling check runs.
+	MonitorMillis  int64
+	MonitorEnabled bool
+	SmapsRSS       bool
+	// The cgroup settings as written: resource.memory.enabled (memory
+	// cgroups), resource.memory.enforced (a hard limit; true by default,
+	// read by the monitor whether or not memory cgroups are on) and
+	// elastic-memory-control.enabled. Enforce makes them a rule.
+	CgroupsMemory  bool
+	MemoryEnforced bool
+	ElasticControl bool
+	AuthType       string
 }
 
 // Kerberos reports whether the web services need SPNEGO.
@@ -158,30 +163,42 @@ func FromProps(props map[string]string) (Conf, error) {
 	if c.VmemRatio < 1 {
 		return Conf{}, fmt.Errorf("%s=%v: YARN requires at least 1", keyVmemRatio, c.VmemRatio)
 	}
-	if c.MonitorMillis, err = intProp(get, keyMonitorInterval, DefaultMonitorMillis); err != nil {
+	// ContainersMonitorImpl: the container monitor's interval, else the
+	// resource monitor's, else 3000 ms; 0 or less turns the monitor off.
+	resourceMillis, err := intProp(get, keyResourceMonitor, DefaultMonitorMillis)
+	if err != nil {
 		return Conf{}, err
 	}
+	if c.MonitorMillis, err = intProp(get, keyMonitorInterval, resourceMillis); err != nil {
+		return Conf{}, err
+	}
+	monitorOn := false
 	bools := []struct {
 		dst *bool
 		key string
 		def bool
 	}{{&c.PmemCheck, keyPmemCheck, true}, {&c.VmemCheck, keyVmemCheck, true}, {&c.SmapsRSS, keySmapsRSS, false},
-		{&c.CgroupsMemory, keyMemoryEnabled, false}, {&c.StrictMemory, keyMemoryEnforced, true}, {&c.ElasticMemory, keyElastic, false}}
+		{&c.CgroupsMemory, keyMemoryEnabled, false}, {&c.MemoryEnforced, keyMemoryEnforced, true}, {&c.ElasticControl, keyElastic, false},
+		{&monitorOn, keyMonitorEnabled, true}}
 	for _, b := range bools {
 		if *b.dst, err = boolProp(get, b.key, b.def); err != nil {
 			return Conf{}, err
 		}
 	}
-	// Strict and elastic control are cgroup features: without cgroup
-	// memory control neither applies.
-	c.StrictMemory = c.StrictMemory && c.CgroupsMemory
-	c.ElasticMemory = c.ElasticMemory && c.CgroupsMemory
+	c.MonitorEnabled = monitorOn && c.MonitorMillis > 0
 
 	nmKey, nmPort, rmKey, rmPort := keyNMWebapp, DefaultNMPort, keyRMWebapp, DefaultRMPort
 	if c.HTTPS {
 		nmKey, nmPort, rmKey, rmPort = keyNMWebappHTTPS, DefaultNMHTTPSPort, keyRMWebappHTTPS, DefaultRMHTTPSPort
 	}
-	c.NodeManager = withPort(get(nmKey), wildcardHost, nmPort)
+	// yarn-default.xml: ${yarn.nodemanager.hostname}:8042, the hostname
+	// 0.0.0.0 by default; a NodeManager given a hostname listens on it
+	// alone, and loopback does not reach it.
+	nmHost := get(keyNMHostname)
+	if nmHost == "" {
+		nmHost = wildcardHost
+	}
+	c.NodeManager = withPort(get(nmKey), nmHost, nmPort)
 	rmHost := get(keyRMHostname)
 	if rmHost == "" {
 		rmHost = wildcardHost
@@ -295,9 +312,11 @@ func intProp(get func(string) string, key string, def int64) (int64, error) {
 	if v == "" {
 		return def, nil
 	}
+	// Hadoop's getLong: a number that is not one is an error at the
+	// NodeManager's start too. Zero and below are values (off).
 	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("%s=%q: not a positive integer", key, v)
+	if err != nil {
+		return 0, fmt.Errorf("%s=%q: not an integer", key, v)
 	}
 	return n, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/go-kit/log/level"
@@ -79,8 +80,13 @@ func (s *Source) pollContainers(ctx context.Context, now time.Time) {
 		c.State, c.User, c.ExecutionType = a.State, a.User, a.ExecutionType
 		c.Allocation = uint64(a.TotalMemoryNeededMB) * MiB
 		c.VmemLimit = uint64(float64(c.Allocation) * s.node.VmemRatio)
-		c.ExitCode, c.Diagnostics = a.ExitCode, a.Diagnostics
-		c.Kill = ParseDiagnostics(a.Diagnostics)
+		c.ExitCode = a.ExitCode
+		if a.Diagnostics != c.fullDiagnostics {
+			// The kill they name may be anywhere in them; their end (the
+			// last entries) is what is kept to show.
+			c.Kill = ParseDiagnostics(a.Diagnostics)
+			c.Diagnostics, c.fullDiagnostics = tail(a.Diagnostics, MaxDiagnosticsBytes), a.Diagnostics
+		}
 		c.LastSeen, c.Gone = now, false
 	}
 	for id, c := range s.containers {
@@ -97,6 +103,18 @@ func (s *Source) pollContainers(ctx context.Context, now time.Time) {
 		s.queueLookup(app)
 	}
 	s.expire(now)
+}
+
+// tail is the last max bytes of s, from a line's start where one is near.
+func tail(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	s = s[len(s)-max:]
+	if i := strings.IndexByte(s, '\n'); i >= 0 && i < 256 {
+		s = s[i+1:]
+	}
+	return strings.ToValidUTF8(s, "")
 }
 
 // expire forgets containers gone for longer than Retention.
@@ -128,15 +146,7 @@ func (s *Source) pollNodeInfo(ctx context.Context) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.node.Version = info.NodeManagerVersion
-	// The NodeManager's own answer beats a yarn-site.xml the exporter may
-	// have read from elsewhere.
-	if info.PmemCheckEnabled != nil {
-		s.node.PmemCheck = *info.PmemCheckEnabled
-	}
-	if info.VmemCheckEnabled != nil {
-		s.node.VmemCheck = *info.VmemCheckEnabled
-	}
+	s.node.settings(s.cfg.Conf, info)
 }
 
 // lookupLoop asks the ResourceManagers for application names, one at a

@@ -61,18 +61,27 @@ type Container struct {
 	VmemLimit uint64
 	// ExitCode is the container's exit status once finished (ExitKilledPmem,
 	// the process's code, …); ExitInvalid while it runs.
-	ExitCode    int
-	Diagnostics string
-	Kill        Kill // ParseDiagnostics(Diagnostics)
-	FirstSeen   time.Time
-	LastSeen    time.Time // the last list that had it
+	ExitCode int
+	// Diagnostics are the last MaxDiagnosticsBytes of the NodeManager's;
+	// Kill is what the whole of them names (ParseDiagnostics).
+	Diagnostics     string
+	Kill            Kill
+	fullDiagnostics string // as last read, to parse them again only when they change
+	FirstSeen       time.Time
+	LastSeen        time.Time // the last list that had it
 	// Gone: the NodeManager no longer lists it (since LastSeen).
 	Gone bool
 }
 
 // Finished reports whether the NodeManager gave the container an exit
-// status.
-func (c Container) Finished() bool { return c.ExitCode != ExitInvalid }
+// status that is its last word: in one of its ended states (Ended), or,
+// from a NodeManager whose states are not known, any status.
+func (c Container) Finished() bool {
+	if ended, ok := Ended(c.State); ok {
+		return ended && c.ExitCode != ExitInvalid
+	}
+	return c.ExitCode != ExitInvalid
+}
 
 // Node is what is known of the NodeManager.
 type Node struct {
@@ -86,10 +95,29 @@ type Node struct {
 	PmemCheck, VmemCheck bool
 	VmemRatio            float64
 	MonitorInterval      time.Duration
+	MonitorEnabled       bool
 	SmapsRSS             bool
-	StrictMemory         bool
-	ElasticMemory        bool
-	PollingCheck         bool // the polling monitor judges memory (no cgroup enforcement)
+	// Enforcement is what the NodeManager does about a container over its
+	// allocation: its line's rule (from Version; any line until it is
+	// read) on these settings.
+	Enforcement Enforcement
+}
+
+// settings takes the monitor's settings from yarn-site.xml and what the
+// NodeManager's node info says of them, and applies its line's rule.
+func (n *Node) settings(c Conf, info NodeInfo) {
+	// The NodeManager's own answer beats a yarn-site.xml the exporter may
+	// have read from elsewhere.
+	if info.PmemCheckEnabled != nil {
+		c.PmemCheck = *info.PmemCheckEnabled
+	}
+	if info.VmemCheckEnabled != nil {
+		c.VmemCheck = *info.VmemCheckEnabled
+	}
+	n.Version = info.NodeManagerVersion
+	n.PmemCheck, n.VmemCheck, n.VmemRatio, n.SmapsRSS = c.PmemCheck, c.VmemCheck, c.VmemRatio, c.SmapsRSS
+	n.MonitorInterval, n.MonitorEnabled = time.Duration(c.MonitorMillis)*time.Millisecond, c.MonitorEnabled
+	n.Enforcement = Enforce(c, info.NodeManagerVersion)
 }
 
 // ErrorCount is how many requests to a target failed with a kind.
@@ -145,23 +173,18 @@ func NewSource(cfg Config, logger log.Logger) *Source {
 	if cfg.MaxApps <= 0 {
 		cfg.MaxApps = d.MaxApps
 	}
-	if cfg.Conf.VmemRatio < 1 {
-		cfg.Conf.VmemRatio = DefaultVmemRatio
-		if cfg.Conf.Props == nil {
-			cfg.Conf.PmemCheck, cfg.Conf.VmemCheck, cfg.Conf.MonitorMillis = true, true, DefaultMonitorMillis
-		}
+	if cfg.Conf.Props == nil && cfg.Conf.VmemRatio < 1 {
+		cfg.Conf, _ = FromProps(map[string]string{}) // YARN's defaults
 	}
 	client := cfg.HTTPClient
 	if client == nil {
 		client = newHTTPClient(cfg.Timeout)
 	}
-	c := cfg.Conf
 	s := &Source{cfg: cfg, logger: logger, client: client,
 		containers: map[string]*Container{}, errs: map[[2]string]uint64{}, apps: map[string]*appEntry{},
 		wake: make(chan struct{}, 1), lookups: make(chan string, 64),
-		node: Node{URL: cfg.NodeManagerURL, PmemCheck: c.PmemCheck, VmemCheck: c.VmemCheck, VmemRatio: c.VmemRatio,
-			MonitorInterval: time.Duration(c.MonitorMillis) * time.Millisecond, SmapsRSS: c.SmapsRSS,
-			StrictMemory: c.StrictMemory, ElasticMemory: c.ElasticMemory, PollingCheck: c.PollingCheck()}}
+		node: Node{URL: cfg.NodeManagerURL}}
+	s.node.settings(cfg.Conf, NodeInfo{})
 	return s
 }
 

@@ -47,7 +47,7 @@ func TestSourceContainersAndNames(t *testing.T) {
 	srv.AddApp(app1, "nightly-sessionize", "hadoop")
 	srv.Launch(cid1, 5632)
 	srv.Linger = 100 * time.Millisecond
-	s := startSource(t, srv, yarn.Config{Conf: yarn.Conf{VmemRatio: 2.1, PmemCheck: true, VmemCheck: true, MonitorMillis: 3000}, Retention: time.Hour})
+	s := startSource(t, srv, yarn.Config{Retention: time.Hour}) // YARN's defaults
 
 	testenv.WaitFor(t, 10*time.Second, "the container listed", func() bool { _, ok := s.Container(cid1); return ok })
 	c, _ := s.Container(cid1)
@@ -61,7 +61,11 @@ func TestSourceContainersAndNames(t *testing.T) {
 		t.Error("an allocation for a container not listed")
 	}
 	testenv.WaitFor(t, 10*time.Second, "the application's name", func() bool { n, ok := s.AppName(app1); return ok && n == "nightly-sessionize" })
-	if n := s.Node(); !n.Reachable || n.Version != "3.3.6" || !n.PmemCheck || n.VmemRatio != 2.1 {
+	testenv.WaitFor(t, 10*time.Second, "the node info", func() bool { return s.Node().Version != "" })
+	// Apache 3.3.6 on YARN's defaults: strict enforcement without memory
+	// cgroups, no YARN-11967; the checks are on and nothing runs them.
+	if n := s.Node(); !n.Reachable || n.Version != "3.3.6" || !n.PmemCheck || n.VmemRatio != 2.1 || !n.MonitorEnabled ||
+		n.Enforcement.Rule != yarn.Rule33 || n.Enforcement.Enforcer() != "none" || n.Enforcement.Why != yarn.WhyStrictNoCgroup {
 		t.Errorf("node %+v", n)
 	}
 
@@ -81,7 +85,7 @@ func TestSourceContainersAndNames(t *testing.T) {
 	testenv.WaitFor(t, 10*time.Second, "the NodeManager to drop it", func() bool { return !srv.Listed(cid1) })
 	testenv.WaitFor(t, 10*time.Second, "the Source to see it gone", func() bool { c, _ := s.Container(cid1); return c.Gone })
 	c, ok := s.Container(cid1)
-	if !ok || c.ExitCode != yarn.ExitKilledPmem || c.Kill.Kind != yarn.KillPmem || c.State != "COMPLETE" {
+	if !ok || c.ExitCode != yarn.ExitKilledPmem || c.Kill.Kind != yarn.KillPmem || c.State != yarn.StateDone || !c.Finished() {
 		t.Errorf("finished container after the NodeManager dropped it: %+v, %v", c, ok)
 	}
 }
@@ -100,6 +104,22 @@ func TestSourceRetentionAndUnknownApp(t *testing.T) {
 	testenv.WaitFor(t, 10*time.Second, "the 404 counted", func() bool { return errorCount(s, yarn.TargetResourceManager, "http_404") > 0 })
 	if _, ok := s.AppName(app1); ok {
 		t.Error("a name for an unknown application")
+	}
+}
+
+// TestSourceIdle: an idle NodeManager is up with no containers, whichever
+// of its three answers it gives.
+func TestSourceIdle(t *testing.T) {
+	for _, form := range []string{yarntest.IdleNull, yarntest.IdleEmpty, yarntest.IdleJersey2} {
+		srv := yarntest.NewServer()
+		srv.SetIdle(form)
+		s := startSource(t, srv, yarn.Config{Interval: 20 * time.Millisecond})
+		testenv.WaitFor(t, 10*time.Second, "three polls", func() bool { return srv.Requests("/ws/v1/node/containers") >= 3 })
+		if n := s.Node(); !n.Reachable || len(s.Containers()) != 0 || errorCount(s, yarn.TargetNodeManager, yarn.ErrParse) != 0 {
+			t.Errorf("%s: reachable %v, %d containers, %v parse errors", form, n.Reachable, len(s.Containers()), errorCount(s, yarn.TargetNodeManager, yarn.ErrParse))
+		}
+		s.Stop()
+		srv.Close()
 	}
 }
 

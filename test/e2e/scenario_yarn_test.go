@@ -36,7 +36,7 @@ func TestScenarioYARNPmemBudgetAlert(t *testing.T) {
 	defer srv.Close()
 	srv.AddApp(yarnApp, "nightly-etl", "etl")
 	srv.SetNodeInfo("vmemCheckEnabled", false)
-	e := startYARNExporter(t, srv.URL, srv.URL)
+	e := startYARNExporterSite(t, srv.URL, srv.URL, pollingSite) // a NodeManager that polls
 	rules := renderMixin(t, "{}")
 	prom := startPrometheus(t, promConfig{Binary: prom3, RulesDir: rules, Targets: []string{e.Addr}, Interval: scenarioInterval})
 	c := startYARNContainer(t, yarnApp, "container_1700000000000_0042_01_000005", "5", 640, "", "",

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -39,12 +41,35 @@ func startYARNContainer(t *testing.T, appID, id, executorID string, mb int64, cg
 
 // startYARNExporter runs the built exporter against the stand-in
 // NodeManager and ResourceManager, with an empty Hadoop configuration
-// directory (the URLs come from the flags).
+// directory (YARN's defaults; the URLs come from the flags).
 func startYARNExporter(t *testing.T, nm, rm string, extra ...string) *exporter {
 	t.Helper()
-	return startExporter(t, append([]string{"--jvm.sample-interval=500ms", "--cloud.provider=none", "--exits.new-series-hold=2s",
-		"--yarn.conf-dir=" + t.TempDir(), "--yarn.nodemanager.url=" + nm, "--yarn.resourcemanager.url=" + rm}, extra...)...)
+	return startYARNExporterSite(t, nm, rm, nil, extra...)
 }
+
+// startYARNExporterSite is startYARNExporter with these properties in the
+// configuration directory's yarn-site.xml.
+func startYARNExporterSite(t *testing.T, nm, rm string, props map[string]string, extra ...string) *exporter {
+	t.Helper()
+	dir := t.TempDir()
+	if len(props) > 0 {
+		var b strings.Builder
+		b.WriteString("<?xml version=\"1.0\"?>\n<configuration>\n")
+		for k, v := range props {
+			fmt.Fprintf(&b, "  <property><name>%s</name><value>%s</value></property>\n", k, v)
+		}
+		b.WriteString("</configuration>\n")
+		if err := os.WriteFile(filepath.Join(dir, "yarn-site.xml"), []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return startExporter(t, append([]string{"--jvm.sample-interval=500ms", "--cloud.provider=none", "--exits.new-series-hold=2s",
+		"--yarn.conf-dir=" + dir, "--yarn.nodemanager.url=" + nm, "--yarn.resourcemanager.url=" + rm}, extra...)...)
+}
+
+// pollingSite: strict enforcement off, no cgroups: the monitor of every
+// Hadoop 3 line polls (YARN-11967's way round).
+var pollingSite = map[string]string{"yarn.nodemanager.resource.memory.enforced": "false"}
 
 // exitOf waits until e counts j's end once, under a reason, and returns
 // the reason and the exit's labels.
@@ -78,13 +103,15 @@ func logLineOf(e *exporter, pid int) string {
 }
 
 // TestYARNContainers runs the built exporter against the stand-in
-// NodeManager and ResourceManager while the stand-in's Monitor enforces
-// the polling rule (both checks on, ratio 2.1: Apache Hadoop's defaults,
-// which the exporter assumes from an empty configuration directory) on
-// three real executor containers without a cgroup limit: one leaking
-// direct buffers past its allocation (killed -104), one whose threads'
-// stacks take its address space past 2.1 × its allocation (killed -103),
-// one the ApplicationMaster releases (-105).
+// NodeManager and ResourceManager of Hadoop 3.3 while the stand-in's
+// Monitor enforces the polling rule (both checks on, ratio 2.1, strict
+// enforcement off in yarn-site.xml so that 3.3's monitor polls) on four
+// real executor containers without a cgroup limit: one leaking direct
+// buffers past its allocation (killed -104), one whose threads' stacks
+// take its address space past 2.1 × its allocation (killed -103), one
+// Spark releases through the ResourceManager (-106), and one killed -104
+// whose diagnostics the NodeManager cut from the front (a small
+// container-diagnostics-maximum-size), header and all.
 func TestYARNContainers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real JVMs and the exporter")
@@ -94,7 +121,7 @@ func TestYARNContainers(t *testing.T) {
 	srv := yarntest.NewServer()
 	defer srv.Close()
 	srv.AddApp(yarnApp, "nightly-etl", "etl")
-	e := startYARNExporter(t, srv.URL, srv.URL)
+	e := startYARNExporterSite(t, srv.URL, srv.URL, pollingSite)
 
 	// Small reservations and two malloc arenas, so that the tree's
 	// resident memory passes the allocation before its address space
@@ -111,7 +138,10 @@ func TestYARNContainers(t *testing.T) {
 			"--step-mb", "0.25", "--rate-mb-s", "1", "--on-signal", "USR1"})
 	released := startYARNContainer(t, yarnApp, "container_1700000000000_0042_01_000004", "3", 1024, "", "export MALLOC_ARENA_MAX=2 && ",
 		small, []string{"--heap-mb", "8", "--exit-after-s", "300"})
-	all := []yarnContainer{pmem, vmem, released}
+	cut := startYARNContainer(t, yarnApp, "container_1700000000000_0042_01_000005", "4", 384, "", "export MALLOC_ARENA_MAX=2 && ",
+		small, []string{"--leak", "--kind", "direct-large", "--target-mb", "1024", "--rate-mb-s", "32", "--step-mb", "4", "--on-signal", "USR1"})
+	srv.SetDiagnosticsMax(cut.id, 300)
+	all := []yarnContainer{pmem, vmem, released, cut}
 	m := yarntest.NewMonitor(srv)
 	m.Interval = time.Second
 	for _, c := range all {
@@ -157,10 +187,17 @@ func TestYARNContainers(t *testing.T) {
 
 	m.Start()
 	defer m.Stop()
+	// 3.3's rule on these settings: the monitor polls, both checks.
+	if _, ok := findSample(e.scrape(t), "executor_yarn_memory_enforcement_info", map[string]string{"rule": "3.3", "enforcer": "polling",
+		"why": "polling_checks", "yarn_11967": "no"}); !ok {
+		t.Errorf("executor_yarn_memory_enforcement_info does not say 3.3's monitor polls")
+	}
 	_ = syscall.Kill(pmem.jvm.PID, syscall.SIGUSR1)
 	_ = syscall.Kill(vmem.jvm.PID, syscall.SIGUSR1)
-	// The ApplicationMaster gives the third back: the NodeManager stops it
-	// (SIGTERM to its group) and lists it -105.
+	_ = syscall.Kill(cut.jvm.PID, syscall.SIGUSR1)
+	// Spark gives the third back (YarnAllocator.killExecutor): the
+	// ResourceManager has the NodeManager stop it (SIGTERM to its group),
+	// listed -106.
 	srv.Release(released.id)
 	_ = syscall.Kill(-released.jvm.PID, syscall.SIGTERM)
 	for _, c := range all {
@@ -213,7 +250,7 @@ func TestYARNContainers(t *testing.T) {
 		}
 	})
 
-	// c: the ApplicationMaster's release is no memory kill, and says so.
+	// c: Spark's release (-106) is no memory kill, and says so.
 	t.Run("c_release_no_memory_kill", func(t *testing.T) {
 		got := exitOf(t, e, released)
 		line := logLineOf(e, released.jvm.PID)
@@ -221,8 +258,19 @@ func TestYARNContainers(t *testing.T) {
 		if r := got["reason"]; strings.HasPrefix(r, "yarn_") || r == "oom_killed" || r == "" || got["container"] != released.id {
 			t.Errorf("counted %v, want no memory kill, container %s", got, released.id)
 		}
-		if !strings.Contains(line, "released by the ApplicationMaster (exit status -105") || strings.Contains(line, "memoryOverhead") {
+		if !strings.Contains(line, "released through the ResourceManager (exit status -106") || strings.Contains(line, "memoryOverhead") {
 			t.Errorf("the log line does not name the release or gives memory advice: %s", line)
+		}
+	})
+
+	// d: the header was cut away with the front of the diagnostics: the
+	// exit status still says the monitor killed it.
+	t.Run("d_header_cut_from_the_front", func(t *testing.T) {
+		got := exitOf(t, e, cut)
+		line := logLineOf(e, cut.jvm.PID)
+		t.Logf("log: %s", line)
+		if got["reason"] != "yarn_pmem_limit" || !strings.Contains(line, "NodeManager exit status -104, over its 384 MiB physical limit") {
+			t.Errorf("counted %v; log %s; want yarn_pmem_limit from the exit status", got, line)
 		}
 	})
 }
@@ -257,10 +305,16 @@ func TestYARNStrictCgroupKernelKill(t *testing.T) {
 	if n := cg.OOMKills(t); n < 1 {
 		t.Fatalf("the cgroup counts %d OOM kills; the JVM died of something else", n)
 	}
-	srv.Exited(c.id, 137)
+	srv.Exited(c.id, 137) // "Container killed on request. Exit code is 137", "Killed by external signal"
 	got := exitOf(t, e, c)
 	if got["reason"] != "oom_killed" || got["container"] != c.id {
 		t.Errorf("kernel kill in a strict cgroup counted %v, want oom_killed with container %s", got, c.id)
+	}
+	// Named by its evidence, the kernel's report (a matched kill decides
+	// at once, before the NodeManager's "Killed by external signal" is
+	// read).
+	if line := logLineOf(e, c.jvm.PID); !strings.Contains(line, "reason oom_killed: kernel OOM kill") {
+		t.Errorf("the log line: %s", line)
 	}
 }
 

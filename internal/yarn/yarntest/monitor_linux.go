@@ -28,7 +28,9 @@ const (
 //     physical one (the allocation);
 //   - over a limit, it sends SIGTERM to the container's process group and
 //     SIGKILL 250 ms later, and the NodeManager lists the container
-//     COMPLETE with exit status -103 or -104 and Hadoop 3's diagnostics.
+//     KILLING, then DONE, with exit status -103 or -104 and Hadoop 3.3's
+//     diagnostics: the stamped message with long2String sizes and the
+//     dump of the process tree, one line per process.
 type Monitor struct {
 	Server    *Server
 	Interval  time.Duration // 3 s by default, as yarn.nodemanager.container-monitor.interval-ms
@@ -155,21 +157,21 @@ func (m *Monitor) kill(id string, w *watched, status int, kind string, delta, rs
 	msg := fmt.Sprintf("Container [pid=%d,containerID=%s] is running %dB beyond the '%s' memory limit. ",
 		w.pid, id, delta, strings.ToUpper(kind)) +
 		"Current usage: " + fmt.Sprintf("%sB of %sB physical memory used; %sB of %sB virtual memory used",
-		binaryPrefix(rss), binaryPrefix(w.limit), binaryPrefix(vsize), binaryPrefix(vlimit)) +
-		". Killing container.\nDump of the process-tree for " + id + " :\n\t|- PID PPID PGRPID SESSID CMD_NAME ...\n"
+		Long2String(rss), Long2String(w.limit), Long2String(vsize), Long2String(vlimit)) +
+		". Killing container.\nDump of the process-tree for " + id + " :\n" + treeDump(w.pid)
 	_ = syscall.Kill(-w.pid, syscall.SIGTERM)
 	pid := w.pid
 	go func() {
 		time.Sleep(250 * time.Millisecond) // the NodeManager's sleep-delay-before-sigkill
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
 	}()
-	m.Server.Finish(id, status, msg+"\n[2024-01-01 00:00:00.000]Container killed on request. Exit code is 143\n[2024-01-01 00:00:00.000]Container exited with a non-zero exit code 143. \n")
+	m.Server.Finish(id, status, stamped(msg, "Container killed on request. Exit code is 143", "Container exited with a non-zero exit code 143. "))
 	delete(m.watched, id)
 }
 
-// binaryPrefix formats as Hadoop's TraditionalBinaryPrefix.long2String
-// with one decimal: 512, 2 G, 5.6 G.
-func binaryPrefix(n uint64) string {
+// Long2String is Hadoop's TraditionalBinaryPrefix.long2String(n, "", 1):
+// "512", "2 G", "5.6 G" (the monitor appends the "B").
+func Long2String(n uint64) string {
 	if n < 1024 {
 		return strconv.FormatUint(n, 10)
 	}
@@ -181,13 +183,33 @@ func binaryPrefix(n uint64) string {
 	if n%unit == 0 {
 		return fmt.Sprintf("%d %c", n/unit, symbols[i])
 	}
-	return fmt.Sprintf("%.1f %c", float64(n)/float64(unit), symbols[i])
+	s := fmt.Sprintf("%.1f", float64(n)/float64(unit))
+	if strings.HasPrefix(s, "1024") && i+1 < len(symbols) { // rounded up to the next prefix
+		i, unit = i+1, unit*1024
+		s = fmt.Sprintf("%.1f", float64(n)/float64(unit))
+	}
+	return s + " " + string(symbols[i])
+}
+
+// treeDump is ProcfsBasedProcessTree.getProcessTreeDump: a header, then
+// one line per process of the tree.
+func treeDump(root int) string {
+	var b strings.Builder
+	b.WriteString("\t|- PID PPID PGRPID SESSID CMD_NAME USER_MODE_TIME(MILLIS) SYSTEM_TIME(MILLIS) VMEM_USAGE(BYTES) RSSMEM_USAGE(PAGES) FULL_CMD_LINE\n")
+	for _, p := range processTree(root) {
+		cmd, _ := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/cmdline")
+		fmt.Fprintf(&b, "\t|- %d %d %d %d (%s) %d %d %d %d %s\n", p.pid, p.ppid, p.pgrp, p.session, p.comm, p.utime*10, p.stime*10,
+			p.vsize, p.rssPages, strings.TrimSpace(strings.ReplaceAll(string(cmd), "\x00", " ")))
+	}
+	return b.String()
 }
 
 type proc struct {
-	pid      int
-	rssPages uint64
-	vsize    uint64
+	pid, ppid, pgrp, session int
+	comm                     string
+	utime, stime             uint64 // clock ticks
+	rssPages                 uint64
+	vsize                    uint64
 }
 
 // processTree is the process rooted at root and its descendants, as
@@ -209,15 +231,25 @@ func processTree(root int) []proc {
 			continue
 		}
 		s := string(data)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		// After the command: state(0) ppid(1) … vsize(20) rss(21).
+		open, closing := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || closing < open {
+			continue
+		}
+		f := strings.Fields(s[closing+1:])
+		// After the command: state(0) ppid(1) pgrp(2) session(3) …
+		// utime(11) stime(12) … vsize(20) rss(21).
 		if len(f) < 22 || f[0] == "Z" {
 			continue
 		}
 		ppid, _ := strconv.Atoi(f[1])
-		vsize, _ := strconv.ParseUint(f[20], 10, 64)
-		rss, _ := strconv.ParseUint(f[21], 10, 64)
-		all[pid] = proc{pid: pid, rssPages: rss, vsize: vsize}
+		p := proc{pid: pid, ppid: ppid, comm: s[open+1 : closing]}
+		p.pgrp, _ = strconv.Atoi(f[2])
+		p.session, _ = strconv.Atoi(f[3])
+		p.utime, _ = strconv.ParseUint(f[11], 10, 64)
+		p.stime, _ = strconv.ParseUint(f[12], 10, 64)
+		p.vsize, _ = strconv.ParseUint(f[20], 10, 64)
+		p.rssPages, _ = strconv.ParseUint(f[21], 10, 64)
+		all[pid] = p
 		children[ppid] = append(children[ppid], pid)
 	}
 	if _, ok := all[root]; !ok {

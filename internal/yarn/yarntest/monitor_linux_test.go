@@ -72,9 +72,14 @@ func TestMonitorPmemKill(t *testing.T) {
 	}
 	c := listed(t, srv, id)
 	k := yarn.ParseDiagnostics(c.Diagnostics)
-	if c.State != "COMPLETE" || c.ExitCode != yarn.ExitKilledPmem || k.Kind != yarn.KillPmem || k.PmemLimit != 256<<20 ||
+	if ended, _ := yarn.Ended(c.State); !ended || c.ExitCode != yarn.ExitKilledPmem || k.Kind != yarn.KillPmem || k.PmemLimit != 256<<20 ||
 		k.PmemUsed <= 256<<20 || k.PID != j.PID || k.ContainerID != id {
 		t.Errorf("after the kill: %+v\nparsed %+v", c, k)
+	}
+	// Hadoop 3.3's text: stamped entries, the dump with the JVM's line.
+	if !strings.HasPrefix(c.Diagnostics, "[") || !strings.Contains(c.Diagnostics, fmt.Sprintf("\t|- %d ", j.PID)) ||
+		!strings.Contains(c.Diagnostics, "]Container killed on request. Exit code is 143\n") {
+		t.Errorf("diagnostics not as Hadoop 3.3 writes them:\n%s", c.Diagnostics)
 	}
 	// Over the limit but under twice it: killed only once its processes
 	// were older than one pass, so at most the leak of two passes over.
@@ -141,18 +146,35 @@ func TestMonitorUnderLimit(t *testing.T) {
 	j.ExitCode(t, 30*time.Second)
 }
 
-func TestReleaseAndPreempt(t *testing.T) {
+// Spark's release (through the ResourceManager, -106) and an
+// ApplicationMaster's stop (-105) are no memory kills; the NodeManager
+// lists them KILLING, then DONE.
+func TestReleaseAndStop(t *testing.T) {
 	srv := yarntest.NewServer()
 	defer srv.Close()
 	srv.Launch("container_1700000000000_0042_01_000006", 1024)
 	srv.Launch("container_1700000000000_0042_01_000007", 1024)
 	srv.Release("container_1700000000000_0042_01_000006")
-	srv.Preempt("container_1700000000000_0042_01_000007")
-	if c := listed(t, srv, "container_1700000000000_0042_01_000006"); c.ExitCode != yarn.ExitKilledByAppMaster || yarn.ParseDiagnostics(c.Diagnostics).Kind != yarn.KillNone {
+	srv.StopByAM("container_1700000000000_0042_01_000007")
+	if c := listed(t, srv, "container_1700000000000_0042_01_000006"); c.ExitCode != yarn.ExitKilledByRM || c.State != yarn.StateKilling ||
+		yarn.ParseDiagnostics(c.Diagnostics).Kind != yarn.KillNone || !strings.Contains(c.Diagnostics, "]Container Killed by ResourceManager\n") {
 		t.Errorf("release: %+v", c)
 	}
-	if c := listed(t, srv, "container_1700000000000_0042_01_000007"); c.ExitCode != yarn.ExitPreempted {
-		t.Errorf("preemption: %+v", c)
+	if c := listed(t, srv, "container_1700000000000_0042_01_000007"); c.ExitCode != yarn.ExitKilledByAppMaster || yarn.ParseDiagnostics(c.Diagnostics).Kind != yarn.KillNone {
+		t.Errorf("stop: %+v", c)
+	}
+	testenv.WaitFor(t, 10*time.Second, "DONE after the clean-up", func() bool {
+		return listed(t, srv, "container_1700000000000_0042_01_000006").State == yarn.StateDone
+	})
+}
+
+// Long2String as TraditionalBinaryPrefix writes sizes.
+func TestLong2String(t *testing.T) {
+	for n, want := range map[uint64]string{512: "512", 448 << 20: "448 M", 1536 << 20: "1.5 G", 2 << 30: "2 G", 5905580032: "5.5 G",
+		(1 << 30) - 1: "1.0 G", 1023 << 10: "1023 K"} {
+		if got := yarntest.Long2String(n); got != want {
+			t.Errorf("Long2String(%d) = %q, want %q", n, got, want)
+		}
 	}
 }
 

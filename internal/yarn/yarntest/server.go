@@ -1,8 +1,10 @@
 // Package yarntest is a stand-in YARN NodeManager and ResourceManager for
-// tests, written from Hadoop's documented REST API (NodeManagerRest.md,
-// ResourceManagerRest.md), and a Monitor that enforces a container's
-// memory allocation on real processes by the NodeManager's documented
-// rule (ContainersMonitorImpl). Imported only from tests.
+// tests, speaking as Hadoop 3.3's do (NodeManagerRest.md and the
+// NodeManager's webapp dao ContainerInfo: its own container states,
+// ContainerImpl's stamped diagnostics, ContainerManagerImpl's and
+// LinuxContainerExecutor's texts), and a Monitor that enforces a
+// container's memory allocation on real processes by
+// ContainersMonitorImpl's rule. Imported only from tests.
 package yarntest
 
 import (
@@ -38,7 +40,22 @@ type Container struct {
 	ExecutionType       string `json:"executionType"`
 	// finishedAt is when it completed; it is dropped Linger after.
 	finishedAt time.Time
+	doneState  string // the state it reaches once cleaned up
 }
+
+// Forms of an idle node's container list.
+const (
+	IdleNull    = `{"containers":null}` // Hadoop 2
+	IdleEmpty   = `{"containers":{}}`   // Hadoop 3
+	IdleJersey2 = `{"containers":""}`   // trunk (Jersey 2)
+)
+
+// cleanUp is how long a finished container stays in its first state
+// (KILLING, EXITED_WITH_FAILURE) before it is DONE.
+const cleanUp = 300 * time.Millisecond
+
+// Stamp is ContainerImpl's prefix of a diagnostics entry.
+func Stamp(t time.Time) string { return "[" + t.Format("2006-01-02 15:04:05.000") + "]" }
 
 // ExitInvalid is a running container's exit status.
 const ExitInvalid = -1000
@@ -57,12 +74,14 @@ type Server struct {
 	apps       map[string]map[string]any
 	requests   map[string]int
 	info       map[string]any
+	idle       string
+	diagMax    map[string]int
 	hang       chan struct{}
 }
 
 // NewServer starts a stand-in with no containers, both checks on.
 func NewServer() *Server {
-	s := &Server{Linger: 3 * time.Second, apps: map[string]map[string]any{}, requests: map[string]int{}, hang: make(chan struct{}),
+	s := &Server{Linger: 3 * time.Second, idle: IdleEmpty, apps: map[string]map[string]any{}, requests: map[string]int{}, hang: make(chan struct{}),
 		info: map[string]any{"id": "node-1:8041", "nodeHostName": "node-1", "nodeManagerVersion": "3.3.6",
 			"hadoopVersion": "3.3.6", "pmemCheckEnabled": true, "vmemCheckEnabled": true, "nodeHealthy": true,
 			"totalPmemAllocatedContainersMB": 8192, "totalVmemAllocatedContainersMB": 17204}}
@@ -85,6 +104,22 @@ func (s *Server) Close() {
 
 // SetMode puts the server in a failure mode (ModeOK to leave it).
 func (s *Server) SetMode(mode string) { s.mu.Lock(); s.mode = mode; s.mu.Unlock() }
+
+// SetDiagnosticsMax sets yarn.nodemanager.container-diagnostics-maximum-size
+// (10,000 by default) for one container: ContainerImpl keeps the last n
+// characters of its diagnostics, cutting from the front.
+func (s *Server) SetDiagnosticsMax(id string, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.diagMax == nil {
+		s.diagMax = map[string]int{}
+	}
+	s.diagMax[id] = n
+}
+
+// SetIdle sets the form of the idle node's answer (IdleNull, IdleEmpty,
+// IdleJersey2).
+func (s *Server) SetIdle(form string) { s.mu.Lock(); s.idle = form; s.mu.Unlock() }
 
 // SetNodeInfo sets a field of /ws/v1/node/info.
 func (s *Server) SetNodeInfo(key string, v any) { s.mu.Lock(); s.info[key] = v; s.mu.Unlock() }
@@ -119,43 +154,88 @@ func (s *Server) Launch(id string, mb int64) {
 		ContainerLogsLink: "http://node-1:8042/node/containerlogs/" + id + "/yarn"})
 }
 
-// Finish completes a container with an exit status and diagnostics, as the
-// NodeManager does after a kill or an exit; it is listed COMPLETE for
-// Linger, then dropped.
+// Finish completes a container with an exit status and diagnostics: a
+// kill the NodeManager decided (a negative status) is KILLING, a process
+// that ended EXITED_WITH_SUCCESS or EXITED_WITH_FAILURE; either is DONE
+// after its clean-up, listed for Linger, then dropped. Each line of
+// diagnostics is stamped as ContainerImpl.addDiagnostics does.
 func (s *Server) Finish(id string, exitCode int, diagnostics string) {
+	s.finish(id, exitCode, diagnostics)
+}
+
+func (s *Server) finish(id string, exitCode int, diagnostics string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	state := "EXITED_WITH_FAILURE"
+	switch {
+	case exitCode == 0:
+		state = "EXITED_WITH_SUCCESS"
+	case exitCode < 0:
+		state = "KILLING"
+	}
+	max, ok := s.diagMax[id]
+	if !ok {
+		max = 10000
+	}
+	if len(diagnostics) > max {
+		diagnostics = diagnostics[len(diagnostics)-max:]
+	}
 	for _, c := range s.containers {
 		if c.ID == id {
-			c.State, c.ExitCode, c.Diagnostics, c.finishedAt = "COMPLETE", exitCode, diagnostics, time.Now()
+			c.State, c.ExitCode, c.Diagnostics, c.finishedAt, c.doneState = state, exitCode, diagnostics, time.Now(), "DONE"
 		}
 	}
 }
 
-// Exited completes a container whose process ended by itself with code, as
-// the NodeManager reports it; a signal's end (137, 143) that the
-// NodeManager did not send says "Killed by external signal": a kernel OOM
-// kill in a strict cgroup, or the elastic OOM handler's SIGKILL.
+// stamped joins entries, each stamped now.
+func stamped(entries ...string) string {
+	var b strings.Builder
+	now := time.Now()
+	for _, e := range entries {
+		b.WriteString(Stamp(now) + e + "\n")
+	}
+	return b.String()
+}
+
+// Exited completes a container whose process ended by itself with code,
+// as Hadoop 3.3 reports it: LinuxContainerExecutor's "Exception from
+// container-launch" for a code other than 137 and 143; for those, Killed.
 func (s *Server) Exited(id string, code int) {
-	diag := fmt.Sprintf("[2024-01-01 00:00:00.000]Exception from container-launch.\nContainer id: %s\nExit code: %d\n\n[2024-01-01 00:00:00.001]Container exited with a non-zero exit code %d. \n", id, code, code)
-	if code == 137 || code == 143 {
-		diag += "[2024-01-01 00:00:00.001]Killed by external signal\n"
+	switch code {
+	case 0:
+		s.finish(id, 0, "")
+	case 137, 143:
+		s.Killed(id, code)
+	default:
+		s.finish(id, code, stamped(fmt.Sprintf("Exception from container-launch.\nContainer id: %s\nExit code: %d\n", id, code),
+			fmt.Sprintf("Container exited with a non-zero exit code %d. ", code)))
 	}
-	if code == 0 {
-		diag = ""
-	}
-	s.Finish(id, code, diag)
 }
 
-// Release is the ApplicationMaster's stop request (Spark's dynamic
-// allocation giving an executor back): exit status -105.
+// Killed completes a container whose process died of a signal the
+// NodeManager did not send (the kernel's OOM killer, elastic control's
+// handler, a node agent): LinuxContainerExecutor's line for every 137 and
+// 143, ContainerLaunch's exit line, and ContainerImpl's
+// KilledExternallyTransition's "Killed by external signal".
+func (s *Server) Killed(id string, code int) {
+	s.finish(id, code, stamped(fmt.Sprintf("Container killed on request. Exit code is %d", code),
+		fmt.Sprintf("Container exited with a non-zero exit code %d. ", code), "Killed by external signal"))
+}
+
+// Release is Spark's release of an executor (YarnAllocator.killExecutor →
+// releaseAssignedContainer): the ResourceManager has the NodeManager clean
+// the container up, exit status -106. The NodeManager's SIGTERM to the
+// process group is the caller's to send.
 func (s *Server) Release(id string) {
-	s.Finish(id, -105, "Container killed by the ApplicationMaster.\nContainer killed on request. Exit code is 143\nContainer exited with a non-zero exit code 143. ")
+	s.finish(id, -106, stamped("Container Killed by ResourceManager", "Container killed on request. Exit code is 143",
+		"Container exited with a non-zero exit code 143. "))
 }
 
-// Preempt is the scheduler taking the container back: exit status -102.
-func (s *Server) Preempt(id string) {
-	s.Finish(id, -102, "Container preempted by scheduler")
+// StopByAM is an ApplicationMaster's stopContainers (MapReduce's way, not
+// Spark's): exit status -105.
+func (s *Server) StopByAM(id string) {
+	s.finish(id, -105, stamped("Container killed by the ApplicationMaster.", "Container killed on request. Exit code is 143",
+		"Container exited with a non-zero exit code 143. "))
 }
 
 // Listed reports whether the NodeManager lists a container now.
@@ -174,8 +254,11 @@ func (s *Server) list() []Container {
 	keep := s.containers[:0]
 	var out []Container
 	for _, c := range s.containers {
-		if !c.finishedAt.IsZero() && time.Since(c.finishedAt) > s.Linger {
+		if !c.finishedAt.IsZero() && time.Since(c.finishedAt) > s.Linger+cleanUp {
 			continue
+		}
+		if !c.finishedAt.IsZero() && time.Since(c.finishedAt) > cleanUp && c.doneState != "" {
+			c.State = c.doneState
 		}
 		keep = append(keep, c)
 		out = append(out, *c)
@@ -225,7 +308,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case path == "/ws/v1/node/containers":
 		list := s.list()
 		if len(list) == 0 {
-			_, _ = w.Write([]byte(`{"containers":null}`))
+			s.mu.Lock()
+			idle := s.idle
+			s.mu.Unlock()
+			_, _ = w.Write([]byte(idle))
 			return
 		}
 		_ = json.NewEncoder(w).Encode(map[string]any{"containers": map[string]any{"container": list}})
