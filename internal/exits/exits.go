@@ -201,8 +201,9 @@ const Lookback = time.Minute
 //
 //  1. oom_killed: the kernel OOM killer killed it.
 //  2. yarn_pmem_limit, yarn_vmem_limit, yarn_elastic_oom: the NodeManager
-//     said it killed the container for memory (exit status -104 or -103,
-//     or elastic control's OOM handler).
+//     said its monitor killed the container for memory (exit status -104
+//     or -103), or, under elastic control, a JVM in its container's cgroup
+//     died of a SIGKILL the NodeManager had not sent (its OOM handler's).
 //  3. heap_exhausted: not SIGKILLed (the file was deleted, or cannot
 //     tell), and the heap or its old generation was full (HeapFullShare
 //     of its max) at the end, or at the last read within FullGCRecent of
@@ -214,7 +215,8 @@ const Lookback = time.Minute
 //  5. yarn_vmem_limit, yarn_pmem_limit, inferred: with no word from the
 //     NodeManager, a sample at most YARNInferWithin before the end had
 //     the container's tree over a limit its polling monitor enforces.
-//  6. killed: the file was left behind.
+//  6. killed: the file was left behind, or the NodeManager saw a SIGKILL
+//     it had not sent (exit 137, "Killed by external signal").
 //  7. exited: the file was deleted.
 //  8. unknown: nothing says whether it was killed or exited.
 func Decide(d Death, kill *Kill, notice *Interruption) Verdict {
@@ -228,7 +230,7 @@ func Decide(d Death, kill *Kill, notice *Interruption) Verdict {
 			return v
 		}
 	}
-	if note := yarnNote(d.YARN); note != "" {
+	if note := yarnNote(d.YARN, kill != nil); note != "" {
 		file += "; " + note
 	}
 	var inferred Verdict
@@ -251,7 +253,7 @@ func Decide(d Death, kill *Kill, notice *Interruption) Verdict {
 			notice.Event, notice.First.UTC().Format(time.RFC3339), notice.Last.UTC().Format(time.RFC3339), file, heap)}
 	case inferredOK:
 		return inferred
-	case d.File == FileLeftBehind:
+	case d.File == FileLeftBehind || yarnSIGKILL(d.YARN):
 		return Verdict{Reason: ReasonKilled, Evidence: file + " (SIGKILL) and no kernel OOM kill; " + heap}
 	case d.File == FileDeleted:
 		return Verdict{Reason: ReasonExited, Evidence: file + " (orderly exit); " + heap}

@@ -114,15 +114,9 @@ func yarnSeen(d Death, file, heap string) (Verdict, bool) {
 		return Verdict{Reason: ReasonYARNElastic, Evidence: fmt.Sprintf("NodeManager exit status 137, killed by an external signal (not the NodeManager's monitor); "+
 			"evidence: the container's cgroup %s under elastic memory control, no kernel OOM kill: its OOM handler SIGKILLs containers, those over their allocation first, "+
 			"when the containers' cgroup runs out (its log says \"killed by elastic cgroups OOM handler\"); %s; %s", y.Cgroup, y.usage(), file), Advice: elasticAdvice}, true
-	case s.Kill == yarn.KillSignal && s.ExitStatus == 137:
-		why := "no elastic memory control"
-		if y.Elastic {
-			why = "elastic memory control is on but the JVM was in no cgroup of its container's, where its handler acts"
-		}
-		return Verdict{Reason: ReasonKilled, Evidence: fmt.Sprintf("NodeManager exit status 137, killed by an external signal: not the NodeManager (it writes no such line for its own kills); "+
-			"evidence: none: no kernel OOM kill, %s: something else on the node sent SIGKILL (a node agent such as Dataproc's memory protection, or an operator); %s; %s; %s",
-			why, y.usage(), file, heap)}, true
 	}
+	// Any other signal the NodeManager did not send is left to the rest of
+	// the rule (an interruption, a full heap first), with yarnNote naming it.
 	return Verdict{}, false // a release, a preemption, the application's end: no memory kill
 }
 
@@ -218,13 +212,25 @@ func (y *YARN) overCount() string {
 func inMiBString(b uint64) string { return fmt.Sprintf("%.0f MiB", inMiB(b)) }
 
 // yarnNote describes a container's end that was no memory kill, for the
-// evidence of the reason the rest of the rule gives.
-func yarnNote(y *YARN) string {
+// evidence of the reason the rest of the rule gives; kernelKill is whether
+// a kernel OOM kill was matched to the JVM.
+func yarnNote(y *YARN, kernelKill bool) string {
 	if y == nil || y.Status == nil {
 		return ""
 	}
 	if y.Status.Kill == yarn.KillSignal {
-		return fmt.Sprintf("YARN container %s exit status %d, killed by an external signal (not the NodeManager)", y.ContainerID, y.Status.ExitStatus)
+		note := fmt.Sprintf("YARN container %s exit status %d, killed by an external signal (not the NodeManager: it writes no such line for its own kills)", y.ContainerID, y.Status.ExitStatus)
+		if kernelKill {
+			return note + "; evidence: the kernel's report"
+		}
+		why := "no elastic memory control"
+		switch {
+		case y.Elastic && y.inContainerCgroup():
+			why = "not elastic control's handler, which sends SIGKILL only"
+		case y.Elastic:
+			why = "elastic memory control is on but the JVM was in no cgroup of its container's, where its handler acts"
+		}
+		return note + "; evidence: none: no kernel OOM kill, " + why + ": something else on the node sent the signal (a node agent such as Dataproc's memory protection, or an operator)"
 	}
 	what := map[int]string{
 		yarn.ExitKilledByRM:        "released through the ResourceManager (exit status -106: Spark's dynamic allocation giving the executor back, a preemption, or the application's end)",
@@ -240,4 +246,11 @@ func yarnNote(y *YARN) string {
 		what = fmt.Sprintf("exit status %d", y.Status.ExitStatus)
 	}
 	return "YARN container " + y.ContainerID + " " + what + ", no memory kill"
+}
+
+// yarnSIGKILL reports whether the NodeManager saw the container's process
+// end of a SIGKILL it had not sent (exit status 137): a kill, whatever
+// became of the hsperfdata file.
+func yarnSIGKILL(y *YARN) bool {
+	return y != nil && y.Status != nil && y.Status.Kill == yarn.KillSignal && y.Status.ExitStatus == 137
 }

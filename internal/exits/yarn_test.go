@@ -73,13 +73,17 @@ func TestDecideYARN(t *testing.T) {
 			y.Elastic, y.Cgroup = true, "/system.slice/hadoop-yarn-nodemanager.service"
 		})), nil, nil, ReasonKilled, []string{"evidence: none"}, ""},
 		{"SIGTERM under elastic control is not the handler's", onYARN(FileDeleted, and(status(143, yarn.KillSignal, 0, 0), inCgroup, func(y *YARN) { y.Elastic = true })),
-			nil, nil, ReasonExited, []string{"killed by an external signal (not the NodeManager)"}, ""},
+			nil, nil, ReasonExited, []string{"killed by an external signal (not the NodeManager", "which sends SIGKILL only"}, ""},
 		{"a release under elastic control", onYARN(FileDeleted, and(status(-106, "", 0, 0), inCgroup, func(y *YARN) { y.Elastic = true })),
 			nil, nil, ReasonExited, []string{"released through the ResourceManager"}, ""},
 		{"a node agent's SIGKILL, over the allocation", onYARN(FileLeftBehind, and(over, status(137, yarn.KillSignal, 0, 0))), nil, nil, ReasonKilled,
 			[]string{"not the NodeManager", "evidence: none", "node agent"}, ""},
 		{"kernel kill, machine-wide", onYARN(FileLeftBehind, and(over, status(137, yarn.KillSignal, 0, 0))), kernel, nil, ReasonOOMKilled,
-			[]string{"kernel OOM kill", "killed by an external signal (not the NodeManager)"}, ""},
+			[]string{"kernel OOM kill", "killed by an external signal (not the NodeManager", "evidence: the kernel's report"}, ""},
+		// A SIGKILL the NodeManager saw is a kill, even when the JVM's file
+		// cannot tell; an interruption notice explains it first.
+		{"external SIGKILL, file unknown", onYARN(FileUnknown, status(137, yarn.KillSignal, 0, 0)), nil, nil, ReasonKilled, []string{"evidence: none"}, ""},
+		{"external SIGKILL during an interruption", onYARN(FileLeftBehind, status(137, yarn.KillSignal, 0, 0)), nil, spot, ReasonInterrupted, []string{"evidence: none"}, ""},
 		{"kernel kill in a strict cgroup", onYARN(FileLeftBehind, and(status(137, yarn.KillSignal, 0, 0), inCgroup, func(y *YARN) { y.PollingCheck = false })), kernel, nil, ReasonOOMKilled, nil, ""},
 		// Spark's release of an executor reaches the NodeManager from the
 		// ResourceManager; an ApplicationMaster's stop is MapReduce's way.

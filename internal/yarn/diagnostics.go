@@ -12,7 +12,7 @@ const (
 	KillNone = ""     // the diagnostics name no memory kill and no outside signal
 	KillPmem = "pmem" // the monitor: over the physical memory limit (the tree's RSS)
 	KillVmem = "vmem" // the monitor: over the virtual memory limit (the tree's address space)
-	// KillUnderOOM: the monitor of Hadoop 3.0–3.2 with strict and elastic
+	// KillUnderOOM: the monitor of Hadoop 3.2 with strict and elastic
 	// control: the container's cgroup was under OOM (exit status -104).
 	KillUnderOOM = "under_oom"
 	// KillSignal: "Killed by external signal": the container's process
@@ -47,7 +47,7 @@ var (
 	// "512B", "448 MB", "1.5 GB"; Hadoop 2 formats with the default locale,
 	// which may write "1,5 GB".
 	usage = regexp.MustCompile(`([0-9]{1,20}(?:[.,][0-9]{1,6})?) ?([KMGTPE]?)B of ([0-9]{1,20}(?:[.,][0-9]{1,6})?) ?([KMGTPE]?)B (physical|virtual) memory used`)
-	// Strict and elastic control both on, Hadoop 3.0–3.2: the polling
+	// Strict and elastic control both on, Hadoop 3.2: the polling
 	// monitor asks the cgroup and kills with KILLED_EXCEEDED_PMEM and this
 	// text.
 	underOOM = regexp.MustCompile(`(container_[0-9e_]{1,100}) is under oom because it exceeded its physical memory limit`)

@@ -11,10 +11,11 @@ const (
 	// Rule2: Hadoop 2. The polling monitor's checks are all there is
 	// (and, with memory cgroups and a hard limit, the kernel).
 	Rule2 = "2.x"
-	// Rule32: Hadoop 3.0 to 3.2 (YARN-8461, before YARN-8930). Strict
+	// Rule32: Hadoop 3.2 (YARN-8461, before YARN-8930). Strict
 	// (resource.memory.enforced) or elastic control alone switch the
 	// polling check off; both together make the monitor kill a container
-	// whose cgroup is under OOM, with -104.
+	// whose cgroup is under OOM, with -104. Hadoop 3.0 and 3.1 follow
+	// this rule or Rule2's: the exporter does not tell them apart.
 	Rule32 = "3.2"
 	// Rule33: Hadoop 3.3 and later (YARN-8930). Strict control without
 	// elastic switches the polling check off; otherwise it runs, and
@@ -203,7 +204,10 @@ func candidates(version string) []candidate {
 	switch {
 	case major <= 2:
 		return all[:1]
-	case major == 3 && minor <= 2:
+	case major == 3 && minor <= 1:
+		// 3.0 and 3.1: Rule2's or Rule32's, not told apart.
+		return []candidate{{Rule2, false}, {Rule32, false}, {Rule32, true}}
+	case major == 3 && minor == 2:
 		rule = Rule32
 	default:
 		rule = Rule33

@@ -28,7 +28,11 @@ func TestEnforce(t *testing.T) {
 		{"yarn-site-emr.xml", "3.2.1-amzn-8", Rule32, Fix11967Unknown, "unknown", WhyFixUnknown, false, false},
 		// Memory cgroups with a hard limit: the kernel, on every line.
 		{"yarn-site-cgroups-strict.xml", "3.3.6", Rule33, Fix11967No, "kernel", WhyCgroupLimit, false, false},
-		{"yarn-site-cgroups-strict.xml", "3.1.1.7.1.9.0-387", Rule32, Fix11967Unknown, "kernel", WhyCgroupLimit, false, false},
+		{"yarn-site-cgroups-strict.xml", "3.2.2.7.1.9.0-387", Rule32, Fix11967Unknown, "kernel", WhyCgroupLimit, false, false},
+		// 3.0 and 3.1 may follow 2.x's rule or 3.2's: where those
+		// disagree, nothing is claimed; where they agree, the answer holds.
+		{"yarn-site-stock.xml", "3.1.4", RuleUnknown, Fix11967Unknown, "unknown", WhyVersionUnknown, false, false},
+		{"yarn-site-polling.xml", "3.1.4", RuleUnknown, Fix11967Unknown, "polling", WhyPolling, true, false},
 		{"yarn-site-cgroups-strict.xml", "2.10.2", Rule2, Fix11967No, "polling+kernel", WhyCgroupLimit, true, false},
 		// Elastic alone: 3.2 leaves it to the handler, 3.3 polls as well.
 		{"yarn-site-elastic.xml", "3.2.4", Rule32, Fix11967No, "elastic", WhyElastic, false, false},

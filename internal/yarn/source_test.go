@@ -147,7 +147,13 @@ func TestSourceFailures(t *testing.T) {
 			srv := yarntest.NewServer()
 			defer srv.Close()
 			srv.SetMode(tc.mode)
-			s := startSource(t, srv, yarn.Config{Timeout: 300 * time.Millisecond})
+			// A short timeout for the hang; the others get time to read
+			// the 4 MiB a too-large answer is cut at on a loaded machine.
+			timeout := 5 * time.Second
+			if tc.mode == yarntest.ModeHang {
+				timeout = 300 * time.Millisecond
+			}
+			s := startSource(t, srv, yarn.Config{Timeout: timeout})
 			testenv.WaitFor(t, 20*time.Second, "the failure counted as "+tc.kind, func() bool {
 				return errorCount(s, yarn.TargetNodeManager, tc.kind) >= 2
 			})

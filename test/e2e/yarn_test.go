@@ -275,49 +275,6 @@ func TestYARNContainers(t *testing.T) {
 	})
 }
 
-// TestYARNStrictCgroupKernelKill: a container in a strict-mode memory
-// cgroup whose limit is its allocation; the polling check is off and the
-// kernel kills. The end is oom_killed as on any machine, with the
-// container label the YARN container id.
-func TestYARNStrictCgroupKernelKill(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a real JVM and a kernel OOM kill")
-	}
-	testenv.RequireRoot(t)
-	testjvm.RequireJava(t)
-	requireKmsg(t)
-	const mb = 256
-	cg := testenv.NewMemoryCgroup(t, mb<<20)
-	srv := yarntest.NewServer()
-	defer srv.Close()
-	srv.AddApp(yarnApp, "nightly-etl", "etl")
-	e := startYARNExporter(t, srv.URL, srv.URL)
-	c := startYARNContainer(t, yarnApp, "container_1700000000000_0042_01_000008", "8", mb, cg.Procs(), "",
-		[]string{"-Xmx1g", "-XX:-AlwaysPreTouch"}, []string{"--heap-mb", "600", "--step-mb", "4", "--step-ms", "100", "--exit-after-s", "300"})
-	m := yarntest.NewMonitor(srv)
-	m.Strict, m.Interval = true, time.Second
-	m.Watch(c.id, c.jvm.PID, mb)
-	m.Start()
-	defer m.Stop()
-	if code := c.jvm.ExitCode(t, 2*time.Minute); code != 137 {
-		t.Fatalf("exit %d, want the kernel's SIGKILL", code)
-	}
-	if n := cg.OOMKills(t); n < 1 {
-		t.Fatalf("the cgroup counts %d OOM kills; the JVM died of something else", n)
-	}
-	srv.Exited(c.id, 137) // "Container killed on request. Exit code is 137", "Killed by external signal"
-	got := exitOf(t, e, c)
-	if got["reason"] != "oom_killed" || got["container"] != c.id {
-		t.Errorf("kernel kill in a strict cgroup counted %v, want oom_killed with container %s", got, c.id)
-	}
-	// Named by its evidence, the kernel's report (a matched kill decides
-	// at once, before the NodeManager's "Killed by external signal" is
-	// read).
-	if line := logLineOf(e, c.jvm.PID); !strings.Contains(line, "reason oom_killed: kernel OOM kill") {
-		t.Errorf("the log line: %s", line)
-	}
-}
-
 // TestYARNAPIFailures: a NodeManager and ResourceManager that are down,
 // hang, answer 403 or send 50 MB of garbage leave scrapes as they were
 // (fast, every other family there) and are counted in
