@@ -286,7 +286,7 @@ github-release:
 # The workflows under .github/workflows, with shellcheck for their run:
 # scripts when it is installed (scripts/install-test-deps.sh installs it).
 lint-workflows: release-tools
-	$(ACTIONLINT) -color=never
+	$(ACTIONLINT) -no-color
 ##### end of release #####
 
 # The alert scenarios (test/e2e/scenarios_test.go): real JVMs in memory
