@@ -278,7 +278,8 @@ registry-login: release-tools helm
 	@printf '%s' "$$REGISTRY_PASSWORD" | $(HELM) registry login $(REGISTRY_HOST) -u "$$REGISTRY_USER" --password-stdin $(HELM_LOGIN_FLAGS)
 
 # The GitHub release of tag v$(VERSION) with the archives and
-# sha256sums.txt, by GitHub's CLI (gh, on GitHub's runners; GH_TOKEN).
+# sha256sums.txt, by GitHub's CLI (gh: Debian's package in the workflow;
+# GH_TOKEN).
 github-release:
 	@for f in $(GITHUB_RELEASE_FILES); do test -f $$f || { echo "$$f missing: run make release" >&2; exit 1; }; done
 	@if [ -n "$(DRY_RUN)" ]; then printf '%s\n' $(GITHUB_RELEASE_FILES); else \
