@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the tests run for real, from Debian's packages, when it is
 # missing: promtool + prometheus, alertmanager, the JDK's java/javac/jstat,
-# kubectl, chromium, and what the VM tests (test/vm) boot a kernel with.
+# kubectl, chromium, what the VM tests (test/vm) boot a kernel with, and
+# what the release tests (test/release) run the image with.
 # CI machines are fresh, so the package lists are updated first.
 set -euo pipefail
 
@@ -26,6 +27,12 @@ command -v chromium >/dev/null 2>&1 || need+=(chromium)
 # the busybox must be static, as nothing else is in the initramfs.
 command -v qemu-system-x86_64 >/dev/null 2>&1 || need+=(qemu-system-x86)
 dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' || need+=(busybox-static)
+# The release tests run the built image with runc (no daemon); the image
+# holds Debian's CA bundle; actionlint checks the workflows' run: scripts
+# with shellcheck.
+command -v runc >/dev/null 2>&1 || need+=(runc)
+[ -f /etc/ssl/certs/ca-certificates.crt ] || need+=(ca-certificates)
+command -v shellcheck >/dev/null 2>&1 || need+=(shellcheck)
 
 if [ ${#need[@]} -eq 0 ]; then
   echo "test dependencies: all present"
