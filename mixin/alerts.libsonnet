@@ -30,12 +30,15 @@
   },
 
   // The per-executor memory quantities of expressions.libsonnet, recorded
-  // first in the memory group, whose alerts read them: a group evaluates
-  // its rules in order at one timestamp, so the alerts see this
-  // evaluation's values, and the non-heap's trend is a range of recorded
-  // samples rather than a subquery evaluating it at every step. Their
-  // descriptions read the same series, one selector each, rather than
-  // the expressions again for every active alert.
+  // by the group executor_exporter.memory.rules (prometheusRules, below),
+  // which the memory alerts read: the non-heap's trend is a range of
+  // recorded samples rather than a subquery evaluating it at every step,
+  // and the descriptions read the same series, one selector each, rather
+  // than the expressions again for every active alert. The alerts' group
+  // is evaluated apart from it, so they see its last evaluation, at most
+  // one interval old (both groups run every evaluation_interval): every
+  // series an alert compares is recorded there, so each alert sees them
+  // all as of the same evaluation, and the `for` durations are minutes.
   local nonHeap = 'executor:memory_nonheap:bytes{%s}' % sel,
   local budget = 'executor:memory_overhead_budget:bytes{%s}' % sel,
   local demand = 'executor:memory_demand:bytes{%s}' % sel,
@@ -57,7 +60,8 @@
   ],
 
   // The time to limit (ExecutorOverheadBudgetExhaustionPredicted), recorded
-  // after memoryRecords, in the same group: what the overhead budget must
+  // after memoryRecords, in the same group, which evaluates its rules in
+  // order at one timestamp, each reading the ones before: what the overhead budget must
   // hold, the non-heap memory (the PySpark workers included) and the
   // container's tmpfs pages, which the kernel cannot reclaim and the
   // process need not map; its running peak, which only new highs move (a
@@ -228,11 +232,22 @@
     },
   },
 
+  // Recording rules belong in prometheusRules (mixtool lint reads every
+  // rule of prometheusAlerts as an alert).
+  prometheusRules+:: {
+    groups+: [
+      {
+        name: 'executor_exporter.memory.rules',
+        rules: memoryRecords + trendRecords,
+      },
+    ],
+  },
+
   prometheusAlerts+:: {
     groups+: [
       {
         name: 'executor_exporter.memory',
-        rules: memoryRecords + trendRecords + [
+        rules: [
           alert(
             'ExecutorMemoryConfigurationDoomed',
             'critical',
