@@ -11,7 +11,11 @@
   // without the info series (cloud collector off) the alert still fires,
   // just without them: the machines without one are joined to nothing,
   // found among those of anchor, a series expr reads (any one per
-  // machine will do). expr is evaluated once.
+  // machine will do). expr is evaluated once. The fallback is grouped by
+  // the labels the join copies too, which anchor's series lack: they are
+  // empty there, as without the join, and every side of the `or` names
+  // them (pint's promql/impossible reads a label no side can have as a
+  // mistake).
   local withInstanceType(expr, anchor) = |||
     (
       %(expr)s
@@ -20,7 +24,7 @@
       (
         max by(%(cluster)s, instance, instance_type, lifecycle) (executor_instance_info{%(sel)s})
         or on(%(cluster)s, instance)
-        group by(%(cluster)s, instance) (%(anchor)s)
+        group by(%(cluster)s, instance, instance_type, lifecycle) (%(anchor)s)
       )
   ||| % {
     expr: std.strReplace(std.stripChars(expr, '\n'), '\n', '\n  '),
