@@ -9,7 +9,6 @@ package deploy
 import (
 	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -51,10 +50,7 @@ func helmBinary(t *testing.T) string {
 // test on a non-zero exit.
 func helm(t *testing.T, args ...string) []byte {
 	t.Helper()
-	cmd := exec.Command(helmBinary(t), args...)
-	// Keep helm away from the user's repositories, cache and plugins.
-	home := t.TempDir()
-	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+home, "HELM_CONFIG_HOME="+home, "HELM_DATA_HOME="+home)
+	cmd := helmCommand(t, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -89,6 +85,8 @@ func TestHelmLint(t *testing.T) {
 		"webConfig":      webConfigValues,
 		"basicAuth":      basicAuthValues,
 		"noOOM":          noOOMValues,
+		"podMonitor":     {"podMonitor.enabled=true", "monitoringLabels.release=kube-prometheus-stack"},
+		"everything":     everythingValues,
 	} {
 		t.Run(name, func(t *testing.T) {
 			args := append([]string{"lint", "--strict", filepath.Join(testenv.RepoRoot(), chartDir)}, setArgs(values)...)

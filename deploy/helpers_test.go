@@ -2,10 +2,14 @@ package deploy
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"go.yaml.in/yaml/v2"
@@ -58,12 +62,78 @@ func checkFlagsExist(t *testing.T, where string, args []string) {
 	}
 }
 
-// kustomize renders a kustomization directory with kubectl, which has
-// kustomize built in and needs no cluster for it.
+// minKustomize is the oldest kustomize the manifests render with (the
+// labels field, which kustomize v2, in kubectl 1.14 to 1.20, does not
+// know); docs/kubernetes.md states it.
+const minKustomize = "v4.5.4"
+
+var (
+	kubectlOnce sync.Once
+	kubectlPath string
+	kubectlErr  error
+)
+
+// kubectlBinary is the kubectl `make kube` builds into $KUBE_DIR, whose
+// kustomize is the one the tests render with, whatever kubectl is on the
+// PATH (Debian 12's is 1.20, with kustomize v2). It fails the test when
+// that kubectl's kustomize is older than minKustomize.
+func kubectlBinary(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("KUBE_DIR")
+	if dir == "" {
+		testenv.Unavailable(t, "KUBE_DIR is not set: make test builds kubectl (make kube) and sets it")
+	}
+	kubectlOnce.Do(func() {
+		kubectlPath = filepath.Join(dir, "kubectl")
+		out, err := exec.Command(kubectlPath, "version", "--client", "-o", "json").Output()
+		if err != nil {
+			kubectlErr = fmt.Errorf("%s version --client: %v (make kube builds it)", kubectlPath, err)
+			return
+		}
+		var v struct {
+			KustomizeVersion string `json:"kustomizeVersion"`
+		}
+		if err := json.Unmarshal(out, &v); err != nil {
+			kubectlErr = fmt.Errorf("%s version --client -o json: %v: %s", kubectlPath, err, out)
+			return
+		}
+		switch {
+		case v.KustomizeVersion == "":
+			// kubectl says which kustomize it carries since 1.24.
+			kubectlErr = fmt.Errorf("%s names no kustomize version: a kubectl older than 1.24, whose kustomize is older than %s, which the manifests need (docs/kubernetes.md)", kubectlPath, minKustomize)
+		case !versionAtLeast(v.KustomizeVersion, minKustomize):
+			kubectlErr = fmt.Errorf("%s carries kustomize %s; the manifests need %s or newer (docs/kubernetes.md)", kubectlPath, v.KustomizeVersion, minKustomize)
+		}
+	})
+	if kubectlErr != nil {
+		t.Fatal(kubectlErr)
+	}
+	return kubectlPath
+}
+
+// versionAtLeast reports whether version vX.Y.Z[-…] is min or newer; a
+// version it cannot read is not.
+func versionAtLeast(version, min string) bool {
+	var v, m [3]int
+	if n, _ := fmt.Sscanf(version, "v%d.%d.%d", &v[0], &v[1], &v[2]); n != 3 {
+		return false
+	}
+	if n, _ := fmt.Sscanf(min, "v%d.%d.%d", &m[0], &m[1], &m[2]); n != 3 {
+		return false
+	}
+	for i := range v {
+		if v[i] != m[i] {
+			return v[i] > m[i]
+		}
+	}
+	return true
+}
+
+// kustomize renders a kustomization directory with kubectl's built-in
+// kustomize, which needs no cluster for it.
 func kustomize(t *testing.T, dir string) []byte {
 	t.Helper()
-	kubectl := testenv.RequireTool(t, "kubectl")
-	cmd := exec.Command(kubectl, "kustomize", filepath.Join(testenv.RepoRoot(), dir))
+	cmd := exec.Command(kubectlBinary(t), "kustomize", filepath.Join(testenv.RepoRoot(), dir))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

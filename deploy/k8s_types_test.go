@@ -69,6 +69,9 @@ type podSpec struct {
 		Secret *struct {
 			SecretName string `yaml:"secretName"`
 		} `yaml:"secret"`
+		ConfigMap *struct {
+			Name string `yaml:"name"`
+		} `yaml:"configMap"`
 	} `yaml:"volumes"`
 }
 
@@ -174,6 +177,12 @@ type clusterRoleBinding struct {
 	} `yaml:"subjects"`
 }
 
+type configMap struct {
+	typeMeta `yaml:",inline"`
+	Metadata objectMeta        `yaml:"metadata"`
+	Data     map[string]string `yaml:"data"`
+}
+
 type plainObject struct {
 	typeMeta `yaml:",inline"`
 	Metadata objectMeta `yaml:"metadata"`
@@ -188,11 +197,14 @@ type relabeling struct {
 }
 
 type scrapeEndpoint struct {
-	Port          string       `yaml:"port"`
-	Scheme        string       `yaml:"scheme"`
-	Interval      string       `yaml:"interval"`
-	ScrapeTimeout string       `yaml:"scrapeTimeout"`
-	Relabelings   []relabeling `yaml:"relabelings"`
+	Port              string                 `yaml:"port"`
+	Scheme            string                 `yaml:"scheme"`
+	Interval          string                 `yaml:"interval"`
+	ScrapeTimeout     string                 `yaml:"scrapeTimeout"`
+	TLSConfig         map[string]interface{} `yaml:"tlsConfig"`
+	BasicAuth         map[string]interface{} `yaml:"basicAuth"`
+	Relabelings       []relabeling           `yaml:"relabelings"`
+	MetricRelabelings []relabeling           `yaml:"metricRelabelings"`
 }
 
 type monitorSpec struct {

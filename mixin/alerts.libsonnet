@@ -11,7 +11,11 @@
   // without the info series (cloud collector off) the alert still fires,
   // just without them: the machines without one are joined to nothing,
   // found among those of anchor, a series expr reads (any one per
-  // machine will do). expr is evaluated once.
+  // machine will do). expr is evaluated once. The fallback is grouped by
+  // the labels the join copies too, which anchor's series lack: they are
+  // empty there, as without the join, and every side of the `or` names
+  // them (pint's promql/impossible reads a label no side can have as a
+  // mistake).
   local withInstanceType(expr, anchor) = |||
     (
       %(expr)s
@@ -20,7 +24,7 @@
       (
         max by(%(cluster)s, instance, instance_type, lifecycle) (executor_instance_info{%(sel)s})
         or on(%(cluster)s, instance)
-        group by(%(cluster)s, instance) (%(anchor)s)
+        group by(%(cluster)s, instance, instance_type, lifecycle) (%(anchor)s)
       )
   ||| % {
     expr: std.strReplace(std.stripChars(expr, '\n'), '\n', '\n  '),
@@ -30,12 +34,15 @@
   },
 
   // The per-executor memory quantities of expressions.libsonnet, recorded
-  // first in the memory group, whose alerts read them: a group evaluates
-  // its rules in order at one timestamp, so the alerts see this
-  // evaluation's values, and the non-heap's trend is a range of recorded
-  // samples rather than a subquery evaluating it at every step. Their
-  // descriptions read the same series, one selector each, rather than
-  // the expressions again for every active alert.
+  // by the group executor_exporter.memory.rules (prometheusRules, below),
+  // which the memory alerts read: the non-heap's trend is a range of
+  // recorded samples rather than a subquery evaluating it at every step,
+  // and the descriptions read the same series, one selector each, rather
+  // than the expressions again for every active alert. The alerts' group
+  // is evaluated apart from it, so they see its last evaluation, at most
+  // one interval old (both groups run every evaluation_interval): every
+  // series an alert compares is recorded there, so each alert sees them
+  // all as of the same evaluation, and the `for` durations are minutes.
   local nonHeap = 'executor:memory_nonheap:bytes{%s}' % sel,
   local budget = 'executor:memory_overhead_budget:bytes{%s}' % sel,
   local demand = 'executor:memory_demand:bytes{%s}' % sel,
@@ -57,7 +64,8 @@
   ],
 
   // The time to limit (ExecutorOverheadBudgetExhaustionPredicted), recorded
-  // after memoryRecords, in the same group: what the overhead budget must
+  // after memoryRecords, in the same group, which evaluates its rules in
+  // order at one timestamp, each reading the ones before: what the overhead budget must
   // hold, the non-heap memory (the PySpark workers included) and the
   // container's tmpfs pages, which the kernel cannot reclaim and the
   // process need not map; its running peak, which only new highs move (a
@@ -228,11 +236,22 @@
     },
   },
 
+  // Recording rules belong in prometheusRules (mixtool lint reads every
+  // rule of prometheusAlerts as an alert).
+  prometheusRules+:: {
+    groups+: [
+      {
+        name: 'executor_exporter.memory.rules',
+        rules: memoryRecords + trendRecords,
+      },
+    ],
+  },
+
   prometheusAlerts+:: {
     groups+: [
       {
         name: 'executor_exporter.memory',
-        rules: memoryRecords + trendRecords + [
+        rules: [
           alert(
             'ExecutorMemoryConfigurationDoomed',
             'critical',

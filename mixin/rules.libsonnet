@@ -6,16 +6,17 @@
 //   app                 one Spark application (app_id)
 //   instance_type       provider, instance_type, lifecycle
 // A group evaluates its rules in order, at one timestamp, each seeing this
-// evaluation's results of the ones before it; a rule reads recorded series
-// of its own group only, never another group's (groups are evaluated
-// independently: it would see them one evaluation late, or not at all).
+// evaluation's results of the ones before it; a recording rule reads
+// recorded series of its own group only, never another group's (groups are
+// evaluated independently: it would see them one evaluation late, or not
+// at all, as the groups happen to run).
 // The fleet panels read instance-type rules: a few series per instance
 // type over their range, not one per executor that ever ran. Those are
 // made from the raw series rather than from the per-executor rules, so
 // that `promtool tsdb create-blocks-from rules`, which evaluates each rule
 // alone, backfills them too. The per-executor memory quantities
-// the memory alerts read are recorded in the alerts' own group
-// (alerts.libsonnet).
+// the memory alerts read are recorded in executor_exporter.memory.rules
+// (alerts.libsonnet), which the alerts read as of its last evaluation.
 {
   local c = $._config,
   local e = $._expr,

@@ -106,3 +106,71 @@ rejects beside privileged).
 {{- end }}
 {{- toYaml $sc }}
 {{- end }}
+
+{{/*
+Refuses the values that would scrape every exporter twice: a ServiceMonitor
+beside a PodMonitor, or either beside the prometheus.io/scrape annotations.
+*/}}
+{{- define "executor-exporter.validate" -}}
+{{- if and .Values.serviceMonitor.enabled .Values.podMonitor.enabled }}
+{{- fail "serviceMonitor.enabled and podMonitor.enabled: each scrapes every exporter; turn on one of them" }}
+{{- end }}
+{{- if and .Values.scrapeAnnotations (or .Values.serviceMonitor.enabled .Values.podMonitor.enabled) }}
+{{- fail "scrapeAnnotations with a ServiceMonitor or PodMonitor scrapes every exporter twice; set scrapeAnnotations=false" }}
+{{- end }}
+{{- end }}
+
+{{/*
+Labels of the prometheus-operator objects: the chart's, monitoringLabels
+(what the Prometheus selects them by) and the object's own additionalLabels.
+*/}}
+{{- define "executor-exporter.monitoringLabels" -}}
+{{- $labels := merge (dict) (.own | default dict) (.root.Values.monitoringLabels | default dict) }}
+{{- include "executor-exporter.labels" .root }}
+{{- with $labels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/*
+A scrape endpoint of the ServiceMonitor or the PodMonitor (.monitor is its
+values): job="executor_exporter", the mixin's default selector, and
+instance=<node name>, with the exporter pod's own namespace, pod and
+container target labels dropped, which would otherwise rename the
+executors' to exported_*.
+*/}}
+{{- define "executor-exporter.scrapeEndpoint" -}}
+{{- $m := .monitor -}}
+- port: metrics
+  scheme: {{ include "executor-exporter.scheme" .root }}
+  {{- with $m.interval }}
+  interval: {{ . }}
+  {{- end }}
+  {{- with $m.scrapeTimeout }}
+  scrapeTimeout: {{ . }}
+  {{- end }}
+  {{- with $m.tlsConfig }}
+  tlsConfig:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with $m.basicAuth }}
+  basicAuth:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  relabelings:
+    - action: replace
+      targetLabel: job
+      replacement: executor_exporter
+    - action: replace
+      sourceLabels: [__meta_kubernetes_pod_node_name]
+      targetLabel: instance
+    - action: labeldrop
+      regex: namespace|pod|container
+    {{- with $m.relabelings }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+  {{- with $m.metricRelabelings }}
+  metricRelabelings:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+{{- end }}
