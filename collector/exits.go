@@ -105,22 +105,15 @@ func (w *exitWitness) WatchNotices(f func() []string) {
 	w.mu.Unlock()
 }
 
-// Gone takes the tracker's report of the JVMs found gone (the tracker's
-// OnExits hook: every scan) and decides what can be decided. What must
+// Gone takes the tracker's report of the JVMs found gone (an OnScan
+// function: every scan) and decides what can be decided. What must
 // wait for a late kill record or notice is decided when the judge's delay
 // is over, not at the next scan or scrape.
 func (w *exitWitness) Gone(now time.Time, gone []jvm.Exit) {
 	w.mu.Lock()
 	for _, e := range gone {
-		d := e.Death
-		if d.YARN == nil {
-			d.YARN = yarnEvidence(w.yarn, e.Last, d)
-		}
-		if d.YARN != nil && w.yarn != nil {
-			// The NodeManager lists a finished container for seconds
-			// only: read its exit status now and while the judge waits.
-			w.yarn.Hurry(now.Add(exits.DefaultConfig.YARNWait))
-		}
+		d := exits.Death{End: e.End}
+		d.YARN = yarnEvidence(w.yarn, e.Last, d)
 		w.judge.Died(d, e.Last)
 	}
 	w.mu.Unlock()
@@ -207,7 +200,7 @@ func newExitsCollector(cfg ExitsConfig, tracker *jvm.Tracker, witness *exitWitne
 		exits: newEventCounters(cfg.Retention, cfg.MaxSeries, cfg.NewSeriesHold),
 	}
 	witness.setSink(c.record)
-	tracker.OnExits(witness.Gone)
+	tracker.OnScan(func(now time.Time, _ jvm.View, gone []jvm.Exit) { witness.Gone(now, gone) })
 	return c, nil
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/executor-exporter/executor_exporter/internal/exits"
 	"github.com/executor-exporter/executor_exporter/internal/jvm"
+	"github.com/executor-exporter/executor_exporter/internal/jvmend"
 	"github.com/executor-exporter/executor_exporter/internal/statuspage"
 	"github.com/executor-exporter/executor_exporter/internal/testenv"
 )
@@ -42,7 +43,7 @@ var defaultExitsConfig = ExitsConfig{Retention: time.Hour, MaxSeries: 10}
 func (f *exitsFixture) gone(pid int, executorID string, file exits.File) {
 	s := jvm.Sample{Identity: jvm.Identity{PID: pid, Role: jvm.RoleExecutor, AppID: "app-1", ExecutorID: executorID}, Time: f.now.Add(-time.Second),
 		HeapUsed: 100 << 20, HeapMax: 1 << 30, RSSJVM: 300 << 20}
-	f.w.Gone(f.now, []jvm.Exit{{Last: s, Death: exits.Death{PID: pid, Start: f.now.Add(-time.Hour), LastAlive: s.Time, Noticed: f.now, File: file,
+	f.w.Gone(f.now, []jvm.Exit{{Last: s, End: jvmend.End{PID: pid, Start: f.now.Add(-time.Hour), LastAlive: s.Time, Noticed: f.now, File: file,
 		Heap: exits.Heap{Known: true, Source: "final counters", Used: s.HeapUsed, Max: s.HeapMax}}}})
 }
 

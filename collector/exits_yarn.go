@@ -1,8 +1,6 @@
 package collector
 
 import (
-	"time"
-
 	"github.com/executor-exporter/executor_exporter/internal/exits"
 	"github.com/executor-exporter/executor_exporter/internal/jvm"
 	"github.com/executor-exporter/executor_exporter/internal/nativemem"
@@ -15,8 +13,6 @@ import (
 type yarnContainers interface {
 	Container(id string) (yarn.Container, bool)
 	Node() yarn.Node
-	// Hurry polls the NodeManager now and often until then.
-	Hurry(until time.Time)
 }
 
 // yarnEvidence is what is known of the YARN container a JVM died in: its

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/alecthomas/kingpin/v2"
 	"github.com/go-kit/log"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -31,6 +32,66 @@ func init() {
 		}
 		return c, nil
 	})
+}
+
+// The --jvm.* flags configure the JVM tracker the jvm, oom and exits
+// collectors share (Dependencies.JVMTracker).
+var (
+	jvmSampleInterval = kingpin.Flag("jvm.sample-interval",
+		"Longest time between two background samples of a JVM, for one far from its container's limit; JVMs nearer it are sampled more often (docs/jvm.md#sampling). 0 samples only on scrapes.").
+		Default("30s").Duration()
+	jvmSampleIntervalMin = kingpin.Flag("jvm.sample-interval.min",
+		"Time between two samples of a JVM above 90 % of its container's limit, or whose growth would reach the limit soon.").
+		Default("1s").Duration()
+	jvmSampleIntervalAtRisk = kingpin.Flag("jvm.sample-interval.at-risk",
+		"Longest time between two samples of a JVM above 75 % of its container's limit, growing, starting, or after a full collection.").
+		Default("5s").Duration()
+	jvmDiscoveryInterval = kingpin.Flag("jvm.discovery-interval",
+		"How often the process table is listed for new JVMs and for JVMs that ended.").
+		Default("5s").Duration()
+	jvmRetention = kingpin.Flag("jvm.retention",
+		"How long the last sample of a JVM that is gone is kept, to attribute OOM kills reported later.").
+		Default("10m").Duration()
+	jvmMaxSampleAge = kingpin.Flag("jvm.max-sample-age",
+		"With --jvm.sample-interval=0, a scrape serves the last reading when it is younger than this, instead of reading every JVM again; 0 reads on every scrape.").
+		Default("5s").Duration()
+	jvmMaxProcesses = kingpin.Flag("jvm.max-processes",
+		"Most JVMs tracked at once (a cardinality guard); more are counted in executor_jvm_processes_dropped.").
+		Default("200").Int()
+	jvmNativeMaxAge = kingpin.Flag("jvm.native-memory.max-age",
+		"Longest a JVM's breakdown of native memory by region goes unchecked (a maps read; smaps again when anything moved). 0 turns breakdowns off.").
+		Default("15m").Duration()
+	jvmNativeMinInterval = kingpin.Flag("jvm.native-memory.min-interval",
+		"Least time between two breakdowns of one JVM (a smaps read, milliseconds of CPU each); a fifth of it above 90 % of its container's limit.").
+		Default("10s").Duration()
+	jvmNativeMove = kingpin.Flag("jvm.native-memory.move-bytes",
+		"A JVM's breakdown is read again when its memory outside the heap, or its container's usage, moved by this much (or by 10 % and a quarter of this).").
+		Default("32MiB").Bytes()
+)
+
+// JVMTrackerConfigFromFlags is the tracker's configuration from the
+// --jvm.* and --path.* flags.
+func JVMTrackerConfigFromFlags() jvm.Config {
+	paths := FlagPaths()
+	return jvm.Config{
+		ProcFS: paths.ProcFS,
+		SysFS:  paths.SysFS,
+		Sampling: jvm.SamplingConfig{Slowest: *jvmSampleInterval, AtRisk: *jvmSampleIntervalAtRisk,
+			Fastest: *jvmSampleIntervalMin, Discovery: *jvmDiscoveryInterval},
+		Retention: *jvmRetention,
+		// An ended executor's final peaks are exported as long as its end
+		// is counted.
+		EndedRetention: *exitsCounterFlags.retention,
+		MaxProcesses:   *jvmMaxProcesses,
+		MaxAge:         *jvmMaxSampleAge,
+		Native:         nativeConfigFromFlags(),
+	}
+}
+
+func nativeConfigFromFlags() jvm.NativeConfig {
+	c := jvm.DefaultNativeConfig
+	c.MaxAge, c.MinInterval, c.MoveBytes = *jvmNativeMaxAge, *jvmNativeMinInterval, uint64(*jvmNativeMove)
+	return c
 }
 
 // maxLabelBytes caps every label value taken from a JVM: command lines and
@@ -76,7 +137,6 @@ type jvmCollector struct {
 	buildMu    sync.Mutex
 	builtOf    builtKey
 	built      *jvmSet
-	byPID      map[int]*jvmEntry // the last build's
 }
 
 // builtKey is what the per-JVM series depend on: the view and the pod list.
@@ -195,25 +255,34 @@ func (c *jvmCollector) series(view jvm.View) *jvmSet {
 		return c.built
 	}
 	set := &jvmSet{processes: len(view.JVMs), dropped: view.Dropped, jvms: make([]*jvmEntry, 0, len(view.JVMs)+len(view.Ended))}
-	byPID := make(map[int]*jvmEntry, len(view.JVMs))
+	// The last set's live JVMs, like the view's, are in pid order: one
+	// walk pairs each JVM with its last entry.
+	var prev []*jvmEntry
+	if c.built != nil {
+		prev = c.built.jvms[:c.built.processes]
+	}
 	for i := range view.JVMs {
 		j := &view.JVMs[i]
 		of := jvmBuildKey{start: j.ProcessStart, read: j.Time, pods: pods.Index}
 		if j.Native != nil {
 			of.native = j.Native.Checked
 		}
-		e := c.byPID[j.PID]
-		if e == nil || e.of != of || of.start.IsZero() {
+		for len(prev) > 0 && prev[0].j.PID < j.PID {
+			prev = prev[1:]
+		}
+		var e *jvmEntry
+		if len(prev) > 0 && prev[0].j.PID == j.PID && prev[0].of == of && !of.start.IsZero() {
+			e = prev[0]
+		} else {
 			e = &jvmEntry{of: of, j: *j, pod: withYARN(resolvePod(j, pods, c.pods, c.podLabels), j, c.apps)}
 		}
 		set.jvms = append(set.jvms, e)
-		byPID[j.PID] = e
 	}
 	// An ended JVM keeps only its final peaks: there are few.
 	for i := range view.Ended {
 		set.jvms = append(set.jvms, &jvmEntry{ended: &view.Ended[i]})
 	}
-	c.built, c.builtOf, c.byPID = set, key, byPID
+	c.built, c.builtOf = set, key
 	return set
 }
 

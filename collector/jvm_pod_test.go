@@ -19,6 +19,7 @@ import (
 	"github.com/executor-exporter/executor_exporter/internal/cloud/cloudtest"
 	"github.com/executor-exporter/executor_exporter/internal/exits"
 	"github.com/executor-exporter/executor_exporter/internal/jvm"
+	"github.com/executor-exporter/executor_exporter/internal/jvmend"
 	"github.com/executor-exporter/executor_exporter/internal/testenv"
 	"github.com/executor-exporter/executor_exporter/internal/testjvm"
 )
@@ -313,7 +314,7 @@ func TestExitsNameThePod(t *testing.T) {
 	f := newExitsFixture(t, cfg)
 	s := jvm.Sample{Identity: jvm.Identity{PID: 101, Role: jvm.RoleExecutor, AppID: "app-1", ExecutorID: "1"}, Time: f.now.Add(-time.Second),
 		HeapUsed: 100 << 20, HeapMax: 1 << 30, RSSJVM: 300 << 20, CgroupPath: podCgroup}
-	f.w.Gone(f.now, []jvm.Exit{{Last: s, Death: exits.Death{PID: 101, Start: f.now.Add(-time.Hour), LastAlive: s.Time, Noticed: f.now, File: exits.FileLeftBehind,
+	f.w.Gone(f.now, []jvm.Exit{{Last: s, End: jvmend.End{PID: 101, Start: f.now.Add(-time.Hour), LastAlive: s.Time, Noticed: f.now, File: exits.FileLeftBehind,
 		Heap: exits.Heap{Known: true, Source: "final counters", Used: s.HeapUsed, Max: s.HeapMax}}}})
 	f.now = f.now.Add(2 * time.Second)
 	f.w.Killed(101, f.now, "heap", "")

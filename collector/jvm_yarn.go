@@ -2,7 +2,9 @@ package collector
 
 import (
 	"maps"
+	"time"
 
+	"github.com/executor-exporter/executor_exporter/internal/exits"
 	"github.com/executor-exporter/executor_exporter/internal/jvm"
 )
 
@@ -41,4 +43,43 @@ func withYARN(p podIdentity, j *jvm.JVM, apps appNames) podIdentity {
 		p.labels = labels
 	}
 	return p
+}
+
+// yarnHurryFor is how long the NodeManager is polled often after a scan
+// found a YARN container near its allocation: past the reading after, and
+// past the few seconds the NodeManager lists a container it killed.
+const yarnHurryFor = 30 * time.Second
+
+// paceYARN is the one place that sets how often the YARN source polls the
+// NodeManager, from each scan of the tracker: often (Hurry) for
+// yarnHurryFor while a JVM of the view is near its container's allocation
+// (jvm.JVM.NearAllocation), and for the judge's wait after a JVM in a
+// YARN container ended, so that the NodeManager's exit status and
+// diagnostics of a container it killed are read before it drops the
+// container.
+func paceYARN(src interface{ Hurry(until time.Time) }) func(time.Time, jvm.View, []jvm.Exit) {
+	return func(now time.Time, view jvm.View, gone []jvm.Exit) {
+		var until time.Time
+		for i := range view.JVMs {
+			if view.JVMs[i].NearAllocation {
+				until = now.Add(yarnHurryFor)
+				break
+			}
+		}
+		for _, e := range gone {
+			if e.Last.YARNContainer != "" {
+				until = later(until, now.Add(exits.DefaultConfig.YARNWait))
+			}
+		}
+		if !until.IsZero() {
+			src.Hurry(until)
+		}
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

@@ -32,7 +32,6 @@ const (
 )
 
 func main() {
-	var wakeSet bool
 	var (
 		metricsPath = kingpin.Flag("web.telemetry-path", "Path under which to expose metrics.").
 				Default("/metrics").String()
@@ -46,12 +45,8 @@ func main() {
 		// (docs/performance.md#decisions).
 		maxProcs = kingpin.Flag("runtime.gomaxprocs", "The target number of CPUs Go will run on (GOMAXPROCS).").
 				Envar("GOMAXPROCS").Default("1").Int()
-		// Removed: the wake relied on undocumented timings of the Go
-		// runtime. Still accepted, so that a unit or manifest that sets it
-		// starts (docs/configuration.md#removed-flags).
-		wakeBeforeScrape = kingpin.Flag("runtime.wake-before-scrape", "Removed; has no effect.").Hidden().IsSetByUser(&wakeSet).Bool()
-		toolkitFlags     = kingpinflag.AddFlags(kingpin.CommandLine, defaultListenAddress)
-		logConfig        = addLogFlags(kingpin.CommandLine)
+		toolkitFlags = kingpinflag.AddFlags(kingpin.CommandLine, defaultListenAddress)
+		logConfig    = addLogFlags(kingpin.CommandLine)
 	)
 	kingpin.Version(version.Print(exporterName))
 	kingpin.CommandLine.UsageWriter(os.Stdout)
@@ -64,9 +59,6 @@ func main() {
 		os.Exit(1)
 	}
 	level.Info(logger).Log("msg", "Starting "+exporterName, "version", version.Info())
-	if wakeSet {
-		level.Warn(logger).Log("msg", "--runtime.wake-before-scrape was removed and has no effect; drop it from the command line", "value", *wakeBeforeScrape)
-	}
 	runtime.GOMAXPROCS(*maxProcs)
 	level.Debug(logger).Log("msg", "Go MAXPROCS", "procs", runtime.GOMAXPROCS(0))
 	level.Info(logger).Log("msg", "Build context", "build_context", version.BuildContext())

@@ -201,7 +201,7 @@ func IsYARNContainer(s string) bool {
 		return false
 	}
 	for _, p := range parts {
-		if !isDecimal(p) {
+		if !IsDecimal(p) {
 			return false
 		}
 	}
@@ -219,7 +219,9 @@ func isHex(s string) bool {
 
 func isHexDigit(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' }
 
-func isDecimal(s string) bool {
+// IsDecimal reports whether s is a decimal number of 1 to 20 digits (a
+// uint64 has at most 20), as the ids in cgroup paths and YARN's are.
+func IsDecimal(s string) bool {
 	if s == "" || len(s) > 20 {
 		return false
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/executor-exporter/executor_exporter/internal/httpget"
 )
 
 const (
@@ -27,14 +29,14 @@ const (
 // hop limit does to a pod and token-less GETs would not fix it.
 type awsClient struct {
 	base string
-	http *http.Client
+	http *httpget.Client
 
 	mu      sync.Mutex
 	token   string
 	expires time.Time
 }
 
-func newAWSClient(base string, client *http.Client) *awsClient {
+func newAWSClient(base string, client *httpget.Client) *awsClient {
 	return &awsClient{base: strings.TrimRight(base, "/"), http: client}
 }
 
@@ -49,14 +51,10 @@ func (c *awsClient) sessionToken(ctx context.Context) (string, error) {
 	if c.token != "" && time.Now().Before(c.expires.Add(-awsTokenRenewMargin)) {
 		return c.token, nil
 	}
-	req, err := http.NewRequest(http.MethodPut, c.base+awsTokenPath, nil)
-	if err != nil {
-		return "", err
-	}
-	req.Header.Set(awsTokenTTLHeader, fmt.Sprint(int(awsTokenTTL.Seconds())))
-	body, _, err := do(ctx, c.http, req, 4096)
-	var se *statusError
-	if errors.As(err, &se) && (se.code == http.StatusForbidden || se.code == http.StatusNotFound || se.code == http.StatusMethodNotAllowed) {
+	body, _, err := c.http.Do(ctx, httpget.Request{Method: http.MethodPut, URL: c.base + awsTokenPath, Limit: 4096,
+		Header: http.Header{awsTokenTTLHeader: {fmt.Sprint(int(awsTokenTTL.Seconds()))}}})
+	var se *httpget.StatusError
+	if errors.As(err, &se) && (se.Code == http.StatusForbidden || se.Code == http.StatusNotFound || se.Code == http.StatusMethodNotAllowed) {
 		return "", nil
 	}
 	if err != nil {
@@ -86,8 +84,8 @@ func (c *awsClient) get(ctx context.Context, path string) (string, error) {
 			header.Set(awsTokenHeader, token)
 		}
 		body, _, err := get(ctx, c.http, c.base+awsMetaDataPath+path, header)
-		var se *statusError
-		if attempt == 0 && errors.As(err, &se) && se.code == http.StatusUnauthorized {
+		var se *httpget.StatusError
+		if attempt == 0 && errors.As(err, &se) && se.Code == http.StatusUnauthorized {
 			c.dropToken()
 			continue
 		}

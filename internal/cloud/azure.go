@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/executor-exporter/executor_exporter/internal/httpget"
 )
 
 const (
@@ -24,13 +26,13 @@ const (
 // unwitting proxy).
 type azureClient struct {
 	base string
-	http *http.Client
+	http *httpget.Client
 
 	mu     sync.Mutex
 	vmName string // to pick this VM's events out of its availability set's
 }
 
-func newAzureClient(base string, client *http.Client) *azureClient {
+func newAzureClient(base string, client *httpget.Client) *azureClient {
 	return &azureClient{base: strings.TrimRight(base, "/"), http: client}
 }
 

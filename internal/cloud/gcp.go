@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/executor-exporter/executor_exporter/internal/httpget"
 )
 
 const (
@@ -22,10 +24,10 @@ const (
 // name is taken for the metadata server.
 type gcpClient struct {
 	base string
-	http *http.Client
+	http *httpget.Client
 }
 
-func newGCPClient(base string, client *http.Client) *gcpClient {
+func newGCPClient(base string, client *httpget.Client) *gcpClient {
 	return &gcpClient{base: strings.TrimRight(base, "/"), http: client}
 }
 

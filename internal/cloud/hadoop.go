@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -106,7 +107,12 @@ func readSmall(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return readLimited(f, maxEMRFileBytes)
+	// A longer file is an error rather than a silent truncation.
+	data, err := io.ReadAll(io.LimitReader(f, maxEMRFileBytes+1))
+	if err == nil && len(data) > maxEMRFileBytes {
+		err = fmt.Errorf("%s: larger than %d bytes", path, maxEMRFileBytes)
+	}
+	return data, err
 }
 
 // DataprocPool makes the node pool of a Dataproc node from its metadata

@@ -13,6 +13,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/executor-exporter/executor_exporter/internal/httpget"
 )
 
 // In-cluster service-account files, as client-go's rest.InClusterConfig
@@ -56,7 +58,7 @@ type kubeClient struct {
 	nodeURL   string
 	podsURL   string
 	tokenFile string
-	http      *http.Client
+	http      *httpget.Client
 }
 
 func newKubeClient(cfg KubernetesConfig, timeout time.Duration) (*kubeClient, error) {
@@ -82,32 +84,26 @@ func newKubeClient(cfg KubernetesConfig, timeout time.Duration) (*kubeClient, er
 		nodeURL:   strings.TrimRight(base, "/") + "/api/v1/nodes/" + url.PathEscape(cfg.NodeName),
 		podsURL:   podsURL(base, cfg.NodeName),
 		tokenFile: cfg.TokenFile,
-		http: &http.Client{
-			Timeout: timeout,
-			// The API server is not link-local: honour the proxy
-			// environment as client-go does.
-			Transport: &http.Transport{
-				Proxy:               http.ProxyFromEnvironment,
-				TLSClientConfig:     tlsConfig,
-				TLSHandshakeTimeout: timeout,
-			},
-			CheckRedirect: sameHostRedirectsOnly,
-		},
+		// The API server is not link-local: honour the proxy environment
+		// as client-go does.
+		http: httpget.New(httpget.Options{Timeout: timeout, ProxyFromEnvironment: true, Redirects: httpget.SameHost, TLS: tlsConfig}),
 	}, nil
 }
 
-// node GETs the Node. The token is read on every call: projected
-// service-account tokens are rotated by the kubelet.
-func (k *kubeClient) node(ctx context.Context) (kubeNode, error) {
-	req, err := http.NewRequest(http.MethodGet, k.nodeURL, nil)
-	if err != nil {
-		return kubeNode{}, err
-	}
-	req.Header.Set("Accept", "application/json")
+// header is what every request to the API server carries. The token is
+// read on every call: projected service-account tokens are rotated by the
+// kubelet.
+func (k *kubeClient) header() http.Header {
+	h := http.Header{"Accept": {"application/json"}}
 	if token, err := os.ReadFile(k.tokenFile); err == nil {
-		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
+		h.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
 	}
-	body, _, err := do(ctx, k.http, req, maxNodeBytes)
+	return h
+}
+
+// node GETs the Node.
+func (k *kubeClient) node(ctx context.Context) (kubeNode, error) {
+	body, _, err := k.http.Get(ctx, k.nodeURL, k.header(), maxNodeBytes)
 	if err != nil {
 		return kubeNode{}, err
 	}

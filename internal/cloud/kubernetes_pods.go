@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
-	"os"
 	"strings"
+
+	"github.com/executor-exporter/executor_exporter/internal/httpget"
 )
 
 // maxPodListBytes bounds the pods-on-this-node list. A pod object runs to
@@ -55,28 +55,13 @@ func podsURL(base, node string) string {
 
 // pods lists the pods on the node, keeping the allowlisted labels.
 func (k *kubeClient) pods(ctx context.Context, labelAllowlist []string) ([]Pod, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, k.podsURL, nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Accept", "application/json")
-	if token, err := os.ReadFile(k.tokenFile); err == nil {
-		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
-	}
-	resp, err := k.http.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
-		return nil, &statusError{url: req.URL.Redacted(), code: resp.StatusCode}
-	}
-	pods, err := parsePodList(resp.Body, maxPodListBytes, labelAllowlist)
-	if err != nil {
-		return nil, fmt.Errorf("GET %s: %w", req.URL.Redacted(), err)
-	}
-	return pods, nil
+	var pods []Pod
+	_, err := k.http.Stream(ctx, httpget.Request{URL: k.podsURL, Header: k.header(), Limit: maxPodListBytes}, func(r io.Reader) error {
+		var err error
+		pods, err = parsePodList(r, labelAllowlist)
+		return err
+	})
+	return pods, err
 }
 
 // podDoc is the part of a Pod object the exporter reads.
@@ -107,35 +92,10 @@ type containerStatusDoc struct {
 	} `json:"lastState"`
 }
 
-// errTooLarge: a body over its bound.
-var errTooLarge = errors.New("response too large")
-
-// boundedReader fails a read past n bytes instead of truncating: a cut
-// list would silently lose pods.
-type boundedReader struct {
-	r io.Reader
-	n int64
-}
-
-func (b *boundedReader) Read(p []byte) (int, error) {
-	if b.n < 0 {
-		return 0, errTooLarge
-	}
-	if int64(len(p)) > b.n+1 {
-		p = p[:b.n+1]
-	}
-	n, err := b.r.Read(p)
-	b.n -= int64(n)
-	if b.n < 0 {
-		return n, errTooLarge
-	}
-	return n, err
-}
-
 // parsePodList decodes a PodList one item at a time, so a node's whole
 // list is never held decoded at once.
-func parsePodList(r io.Reader, limit int64, labelAllowlist []string) ([]Pod, error) {
-	dec := json.NewDecoder(&boundedReader{r: r, n: limit})
+func parsePodList(r io.Reader, labelAllowlist []string) ([]Pod, error) {
+	dec := json.NewDecoder(r)
 	if err := expectDelim(dec, '{'); err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/go-kit/log"
 
 	"github.com/executor-exporter/executor_exporter/internal/cloud/cloudtest"
+	"github.com/executor-exporter/executor_exporter/internal/httpget"
 	"github.com/executor-exporter/executor_exporter/internal/testenv"
 )
 
@@ -29,7 +30,7 @@ func TestParsePodListFixture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pods, err := parsePodList(bytes.NewReader(body), maxPodListBytes, []string{"spark-app-name", "team", "missing"})
+	pods, err := parsePodList(&httpget.Bounded{R: bytes.NewReader(body), N: maxPodListBytes}, []string{"spark-app-name", "team", "missing"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,13 +84,13 @@ func TestParsePodListRefusals(t *testing.T) {
 		"over limit":  `{"kind":"PodList","items":[` + strings.Repeat(`{"metadata":{"uid":"x"}},`, 100) + `{}]}`,
 		"kind number": `{"kind":1,"items":[]}`,
 	} {
-		if pods, err := parsePodList(strings.NewReader(body), 1024, nil); err == nil {
+		if pods, err := parsePodList(&httpget.Bounded{R: strings.NewReader(body), N: 1024}, nil); err == nil {
 			t.Errorf("%s: no error, %d pods", name, len(pods))
 		}
 	}
 	// An empty list and a null one are lists.
 	for _, body := range []string{`{"kind":"PodList","items":[]}`, `{"items":null,"kind":"PodList"}`} {
-		if pods, err := parsePodList(strings.NewReader(body), 1024, nil); err != nil || len(pods) != 0 {
+		if pods, err := parsePodList(&httpget.Bounded{R: strings.NewReader(body), N: 1024}, nil); err != nil || len(pods) != 0 {
 			t.Errorf("%s: %v, %v", body, pods, err)
 		}
 	}
@@ -234,8 +235,8 @@ func TestPodsHugeListRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.pods(context.Background(), nil); err == nil || !strings.Contains(err.Error(), errTooLarge.Error()) {
-		t.Fatalf("50 MB list: %v, want %v", err, errTooLarge)
+	if _, err := k.pods(context.Background(), nil); err == nil || !strings.Contains(err.Error(), httpget.ErrTooLarge.Error()) {
+		t.Fatalf("50 MB list: %v, want %v", err, httpget.ErrTooLarge)
 	}
 }
 
@@ -263,7 +264,7 @@ func FuzzParsePodList(f *testing.F) {
 	f.Add([]byte(`{"kind":"PodList","items":[{"status":{"containerStatuses":[{"lastState":{"terminated":null}}]}}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		const limit = 1 << 16
-		pods, err := parsePodList(bytes.NewReader(data), limit, []string{"*"})
+		pods, err := parsePodList(&httpget.Bounded{R: bytes.NewReader(data), N: limit}, []string{"*"})
 		if err != nil {
 			return
 		}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
+
+	"github.com/executor-exporter/executor_exporter/internal/httpget"
 )
 
 // PodsConfig says whether and how the pods of this node are listed.
@@ -150,8 +152,8 @@ func (l *podLister) refresh(ctx context.Context) error {
 	switch {
 	case err != nil && !l.failing && ctx.Err() == nil:
 		hint := ""
-		var se *statusError
-		if errors.As(err, &se) && se.code == 403 {
+		var se *httpget.StatusError
+		if errors.As(err, &se) && se.Code == 403 {
 			hint = "the exporter's ClusterRole needs list on pods"
 		}
 		level.Warn(l.logger).Log("msg", "Listing this node's pods failing; namespace, pod and container labels keep their last values", "err", err, "hint", hint)

@@ -264,8 +264,7 @@ func TestCloudRedirectToAnotherHostRefused(t *testing.T) {
 func TestCloudMetadataClientIgnoresProxy(t *testing.T) {
 	// Go never proxies loopback requests, so a stub cannot catch a
 	// proxied metadata request; check the transport itself instead.
-	transport, ok := newMetadataHTTPClient(time.Second).Transport.(*http.Transport)
-	if !ok || transport.Proxy != nil {
+	if newMetadataHTTPClient(time.Second).Proxied() {
 		t.Fatal("the metadata client's transport has a proxy function; link-local requests must go direct")
 	}
 }

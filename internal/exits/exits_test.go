@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/executor-exporter/executor_exporter/internal/jvmend"
 )
 
 const mib = 1 << 20
@@ -18,7 +20,7 @@ var thrashing = Heap{Known: true, Source: "final counters", Used: 950 * mib, Max
 var calm = Heap{Known: true, Source: "final counters", Used: 300 * mib, Max: 1000 * mib, GCShare: 0.02, GCWindow: 5 * time.Second}
 
 func death(file File, heap Heap) Death {
-	return Death{PID: 42, Start: t0, LastAlive: t0.Add(time.Hour), Noticed: t0.Add(time.Hour + 5*time.Second), File: file, Heap: heap}
+	return Death{End: jvmend.End{PID: 42, Start: t0, LastAlive: t0.Add(time.Hour), Noticed: t0.Add(time.Hour + 5*time.Second), File: file, Heap: heap}}
 }
 
 func TestDecide(t *testing.T) {

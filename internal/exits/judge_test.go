@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/executor-exporter/executor_exporter/internal/jvmend"
 )
 
 func decideOne(t *testing.T, j *Judge[string], at time.Time) []Decided[string] {
@@ -202,8 +204,8 @@ func TestJudgeProperties(t *testing.T) {
 						start = prev.Noticed // a pid is reused only once its holder is gone
 					}
 				}
-				d := Death{PID: pid, Start: start, LastAlive: now.Add(-time.Duration(rng.IntN(5000)) * time.Millisecond), Noticed: now,
-					File: File(rng.IntN(3))}
+				d := Death{End: jvmend.End{PID: pid, Start: start, LastAlive: now.Add(-time.Duration(rng.IntN(5000)) * time.Millisecond), Noticed: now,
+					File: File(rng.IntN(3))}}
 				if d.LastAlive.Before(start) {
 					d.LastAlive = start
 				}

@@ -120,11 +120,11 @@ func TestCgroupFilesOfGoneProcessesForgotten(t *testing.T) {
 	if table, err = w.Scan(now.Add(time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	tr.recs.forget(table)
-	if _, ok := tr.recs[42]; !ok {
+	tr.recs.forget(table, now, time.Hour, 100)
+	if _, ok := tr.recs.m[42]; !ok {
 		t.Error("the entry of a live process was dropped")
 	}
-	if _, ok := tr.recs[43]; ok {
+	if _, ok := tr.recs.m[43]; ok {
 		t.Error("the entry of a gone process is kept")
 	}
 }
@@ -165,7 +165,7 @@ func TestCgroupDirClosedWhenNoJVMUsesIt(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		tr.recs.forget(table)
+		tr.recs.forget(table, time.Now(), time.Hour, 100)
 		tr.read.closeUnusedCgroups(nil)
 	}
 	a, b := dirOf(procs[0]), dirOf(procs[1])

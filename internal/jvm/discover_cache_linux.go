@@ -68,9 +68,29 @@ func (d *discovery) find(table *procmem.ProcessTable) ([]Candidate, error) {
 		return nil, fmt.Errorf("list %s: %w", d.procPath, err)
 	}
 	defer dir.Close()
-	dirfd := int(dir.Fd())
-	link := make([]byte, 64)
+	groups, order := d.group(table, int(dir.Fd()))
+	sets := make([][]int, len(order))
+	live := make(map[rootKey]*rootKey, len(order))
+	for i, key := range order {
+		sets[i] = groups[key]
+		live[*key] = key
+	}
+	d.roots = live
+	for key := range d.listings {
+		if live[*key] != key {
+			delete(d.listings, key)
+		}
+	}
+	d.last = candidatesIn(sets, d.list, d.nspid)
+	d.lastValid = true
+	return slices.Clone(d.last), nil
+}
 
+// group sorts the processes of table by root (in the order first seen),
+// looking at a process's root only when the table says it is new, young
+// or due for its refresh, and forgets the pids the table no longer has.
+func (d *discovery) group(table *procmem.ProcessTable, dirfd int) (map[*rootKey][]int, []*rootKey) {
+	link := make([]byte, 64)
 	groups := map[*rootKey][]int{}
 	var order []*rootKey
 	for _, pid := range table.PIDs() {
@@ -100,21 +120,7 @@ func (d *discovery) find(table *procmem.ProcessTable) ([]Candidate, error) {
 			delete(d.pids, pid)
 		}
 	}
-	sets := make([][]int, len(order))
-	live := make(map[rootKey]*rootKey, len(order))
-	for i, key := range order {
-		sets[i] = groups[key]
-		live[*key] = key
-	}
-	d.roots = live
-	for key := range d.listings {
-		if live[*key] != key {
-			delete(d.listings, key)
-		}
-	}
-	d.last = candidatesIn(sets, d.list, d.nspid)
-	d.lastValid = true
-	return slices.Clone(d.last), nil
+	return groups, order
 }
 
 // identity is who the process p is: its owner, command line and

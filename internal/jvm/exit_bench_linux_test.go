@@ -7,14 +7,13 @@ import (
 
 	"github.com/go-kit/log"
 
-	"github.com/executor-exporter/executor_exporter/internal/procmem"
 	"github.com/executor-exporter/executor_exporter/internal/testjvm"
 )
 
 // BenchmarkExitsWork is what telling JVMs' ends and finding JVMs without
 // hsperfdata adds to a scan with 20 real JVMs: the check of each JVM's
 // held file (observe), the look for JVMs gone (findExits) and for java
-// processes without a file (scanBare). Compare with BenchmarkRefresh.
+// processes without a file (jvmsIn). Compare with BenchmarkRefresh.
 func BenchmarkExitsWork(b *testing.B) {
 	for i := range 20 {
 		testjvm.Start(b, testjvm.Options{
@@ -38,9 +37,11 @@ func BenchmarkExitsWork(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	withFile, read := map[int]bool{}, map[int]bool{}
+	var candidates []Candidate
 	for _, j := range view.JVMs {
-		withFile[j.PID], read[j.PID] = j.Counters == CountersHsperf, true
+		if j.Counters == CountersHsperf {
+			candidates = append(candidates, Candidate{PID: j.PID, NSPID: j.NSPID})
+		}
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -50,8 +51,9 @@ func BenchmarkExitsWork(b *testing.B) {
 			p, _ := table.Process(j.PID)
 			tr.ends.observe(nil, p, 0, nil, j, gcMark{}, now)
 		}
-		var v View
-		tr.scanBare(table, withFile, read, nil, map[string]procmem.CgroupMemory{}, &v, now)
+		if jvms := jvmsIn(table, candidates); len(jvms) < len(candidates) {
+			b.Fatalf("%d JVMs found, %d candidates", len(jvms), len(candidates))
+		}
 		if gone := tr.ends.find(table, tr.found, now); len(gone) != 0 {
 			b.Fatalf("%d JVMs gone", len(gone))
 		}

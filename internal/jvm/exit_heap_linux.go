@@ -7,41 +7,41 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/executor-exporter/executor_exporter/internal/exits"
 	"github.com/executor-exporter/executor_exporter/internal/hsperf"
+	"github.com/executor-exporter/executor_exporter/internal/jvmend"
 )
 
 // finalHeap reads the counters a dead JVM left in its file, from its
 // start whatever was read before.
-func finalHeap(fd int, size int64, marks [2]gcMark, fullRead gcMark) (exits.Heap, error) {
+func finalHeap(fd int, size int64, marks [2]gcMark, fullRead gcMark) (jvmend.Heap, error) {
 	if size > MaxHsperfBytes {
-		return exits.Heap{}, ErrTooLarge
+		return jvmend.Heap{}, ErrTooLarge
 	}
 	b := make([]byte, size)
 	n, err := unix.Pread(fd, b, 0)
 	if err != nil {
-		return exits.Heap{}, err
+		return jvmend.Heap{}, err
 	}
 	snap, err := hsperf.Parse(b[:n])
 	if err != nil {
-		return exits.Heap{}, err
+		return jvmend.Heap{}, err
 	}
 	stats, err := snap.Stats()
 	if err != nil {
-		return exits.Heap{}, err
+		return jvmend.Heap{}, err
 	}
 	return heapAtEnd(snap, stats, marks, fullRead), nil
 }
 
 // heapAtEnd interprets a JVM's last counters: its heap, when its last full
 // collection ended relative to its clock's last tick, the share of time
-// spent collecting since the newest mark at least exits.MinGCWindow before
+// spent collecting since the newest mark at least jvmend.MinGCWindow before
 // the end, and how full the heap was at the last read, or at fullRead, the
 // last read that found it full, when a later one found it emptied: a
 // JVM's shutdown, after the task that filled the heap has gone, can take
 // longer than the interval between two reads.
-func heapAtEnd(snap *hsperf.Snapshot, stats hsperf.Stats, marks [2]gcMark, fullRead gcMark) exits.Heap {
-	h := exits.Heap{Known: stats.HeapMax > 0, Source: "final counters", Used: stats.HeapUsed, Max: stats.HeapMax}
+func heapAtEnd(snap *hsperf.Snapshot, stats hsperf.Stats, marks [2]gcMark, fullRead gcMark) jvmend.Heap {
+	h := jvmend.Heap{Known: stats.HeapMax > 0, Source: "final counters", Used: stats.HeapUsed, Max: stats.HeapMax}
 	for _, p := range stats.Pools {
 		if p.Area == hsperf.AreaHeap && isOldPool(p.Name) {
 			h.OldUsed, h.OldMax = p.Used, p.Max
@@ -62,26 +62,13 @@ func heapAtEnd(snap *hsperf.Snapshot, stats hsperf.Stats, marks [2]gcMark, fullR
 		return h
 	}
 	seconds := func(t int64) time.Duration { return time.Duration(float64(t) / float64(freq) * float64(time.Second)) }
-	for i := 0; ; i++ {
-		prefix := "sun.gc.collector." + strconv.Itoa(i) + "."
-		name, ok := names[prefix+"name"]
-		if !ok {
-			break
-		}
-		exit := longs[prefix+"lastExitTime"]
-		if !isFullCollector(name) || longs[prefix+"invocations"] == 0 || exit <= 0 || exit > ticks {
-			continue
-		}
-		if ago := seconds(ticks - exit); !h.HasFullGC || ago < h.FullGCAgo {
-			h.HasFullGC, h.FullGCAgo = true, ago
-		}
-	}
+	h.FullGCAgo, h.HasFullGC = lastFullGC(longs, names, ticks, seconds)
 	var gc float64
 	for _, g := range stats.GCs {
 		gc += g.Seconds
 	}
 	m := marks[0]
-	if m.liveShare < exits.HeapFullShare && fullRead.ticks > 0 {
+	if m.liveShare < jvmend.HeapFullShare && fullRead.ticks > 0 {
 		m = fullRead
 	}
 	if m.ticks > 0 && m.ticks <= ticks && m.liveShare > 0 {
@@ -97,11 +84,30 @@ func heapAtEnd(snap *hsperf.Snapshot, stats hsperf.Stats, marks [2]gcMark, fullR
 		}
 		window := seconds(ticks - m.ticks)
 		h.GCWindow, h.GCShare = window, (gc-m.gcSeconds)/window.Seconds()
-		if window >= exits.MinGCWindow {
+		if window >= jvmend.MinGCWindow {
 			break
 		}
 	}
 	return h
+}
+
+// lastFullGC is how long before ticks the last full collection ended, by
+// the collectors' counters; ok is false when none ran.
+func lastFullGC(longs map[string]int64, names map[string]string, ticks int64, seconds func(int64) time.Duration) (ago time.Duration, ok bool) {
+	for i := 0; ; i++ {
+		prefix := "sun.gc.collector." + strconv.Itoa(i) + "."
+		name, found := names[prefix+"name"]
+		if !found {
+			return ago, ok
+		}
+		exit := longs[prefix+"lastExitTime"]
+		if !isFullCollector(name) || longs[prefix+"invocations"] == 0 || exit <= 0 || exit > ticks {
+			continue
+		}
+		if a := seconds(ticks - exit); !ok || a < ago {
+			ago, ok = a, true
+		}
+	}
 }
 
 // isFullCollector tells the collectors that collect the whole heap, by

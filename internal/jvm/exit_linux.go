@@ -6,20 +6,19 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/executor-exporter/executor_exporter/internal/exits"
+	"github.com/executor-exporter/executor_exporter/internal/jvmend"
 	"github.com/executor-exporter/executor_exporter/internal/procmem"
 )
 
 // Exit is a JVM the tracker saw alive and then found gone, with what could
 // still be observed about its end.
 type Exit struct {
-	Last  Sample // the last sample: who it was, and its memory
-	Death exits.Death
+	Last Sample // the last sample: who it was, and its memory
+	End  jvmend.End
 }
 
 // life is what the tracker keeps about a JVM it has read, until it is
@@ -67,8 +66,8 @@ type life struct {
 type gcMark struct {
 	ticks     int64
 	gcSeconds float64
-	liveShare float64 // exits.Heap.LiveShare at this read
-	afterFull bool    // exits.Heap.LiveAfterFull
+	liveShare float64 // jvmend.Heap.LiveShare at this read
+	afterFull bool    // jvmend.Heap.LiveAfterFull
 	fullGCs   uint64  // full collections so far
 }
 
@@ -94,13 +93,13 @@ func openPIDFD(pid int) int {
 	return fd
 }
 
-// ended polls the pidfds of lives in one system call and returns the pids
-// whose process has ended (a zombie or reaped).
-func ended(lives map[int]*life) map[int]bool {
-	fds := make([]unix.PollFd, 0, len(lives))
-	pids := make([]int, 0, len(lives))
-	for pid, l := range lives {
-		if l.pidfd >= 0 {
+// ended polls the pidfds of the lives followed in one system call and
+// returns the pids whose process has ended (a zombie or reaped).
+func ended(rs records) map[int]bool {
+	fds := make([]unix.PollFd, 0, len(rs.m))
+	pids := make([]int, 0, len(rs.m))
+	for pid, r := range rs.m {
+		if l := r.life; l != nil && l.pidfd >= 0 {
 			fds = append(fds, unix.PollFd{Fd: int32(l.pidfd), Events: unix.POLLIN})
 			pids = append(pids, pid)
 		}
@@ -127,50 +126,68 @@ func ended(lives map[int]*life) map[int]bool {
 	return out
 }
 
-// OnExits sets the function the tracker calls after every scan with the
-// JVMs found gone since the one before (often none; the call is also the
-// scan's heartbeat). It runs on the scanning goroutine with the scan's lock
-// held: it must be quick and must not call back into the tracker.
-func (t *Tracker) OnExits(f func(now time.Time, gone []Exit)) {
-	t.ends.hook.Store(&f)
+// OnScan adds a function the tracker calls after every scan with the view
+// it serves and the JVMs found gone since the scan before (often none: the
+// call is also the scan's heartbeat). It runs on the scanning goroutine
+// with the scan's lock held: it must be quick and must not call back into
+// the tracker.
+func (t *Tracker) OnScan(f func(now time.Time, view View, gone []Exit)) {
+	t.hooksMu.Lock()
+	defer t.hooksMu.Unlock()
+	var hooks []func(time.Time, View, []Exit)
+	if old := t.hooks.Load(); old != nil {
+		hooks = append(hooks, *old...)
+	}
+	hooks = append(hooks, f)
+	t.hooks.Store(&hooks)
+}
+
+// scanned calls the OnScan functions.
+func (t *Tracker) scanned(now time.Time, view View, gone []Exit) {
+	if hooks := t.hooks.Load(); hooks != nil {
+		for _, f := range *hooks {
+			f(now, view, gone)
+		}
+	}
 }
 
 // ends follows every JVM read from its first reading until a scan finds
-// it gone, and says what can still be said of how it ended. Used under the
-// tracker's scan lock, but for hook.
+// it gone (its record's life), and says what can still be said of how it
+// ended. Used under the tracker's scan lock.
 type ends struct {
 	procPath string
-	lives    map[int]*life // JVMs read and not yet found gone
-	hook     atomic.Pointer[func(time.Time, []Exit)]
+	recs     records
 }
 
-func newEnds(procPath string) *ends { return &ends{procPath: procPath, lives: map[int]*life{}} }
+func newEnds(procPath string, recs records) *ends { return &ends{procPath: procPath, recs: recs} }
 
 // anyEnded: a JVM followed has ended, or one may have and only a scan can
 // tell (no pidfd: a kernel before 5.3).
 func (e *ends) anyEnded() bool {
-	for _, l := range e.lives {
-		if l.pidfd < 0 {
+	for _, r := range e.recs.m {
+		if r.life != nil && r.life.pidfd < 0 {
 			return true
 		}
 	}
-	done := ended(e.lives)
+	done := ended(e.recs)
 	return done == nil || len(done) > 0
 }
 
-// close releases the files held.
+// close releases the files held; a scan after it follows the JVMs afresh.
 func (e *ends) close() {
-	for pid, l := range e.lives {
-		l.close()
-		delete(e.lives, pid)
+	for _, r := range e.recs.m {
+		if r.life != nil {
+			r.life.close()
+			r.life = nil
+		}
 	}
 }
 
 // held returns the hsperfdata file held open for the JVM pid that started
 // at start, or -1.
 func (e *ends) held(pid int, start time.Time) int {
-	if l := e.lives[pid]; l != nil && l.start.Equal(start) {
-		return l.fd
+	if r, ok := e.recs.get(pid, start); ok && r.life != nil {
+		return r.life.fd
 	}
 	return -1
 }
@@ -178,16 +195,11 @@ func (e *ends) held(pid int, start time.Time) int {
 // observe records a JVM read in this scan. c is nil for a JVM without
 // hsperfdata; root is the JVM's view of /tmp, nil when unknown.
 func (e *ends) observe(c *Candidate, p procmem.Process, euid uint32, root *rootKey, j *JVM, mark gcMark, now time.Time) {
-	l := e.lives[p.PID]
-	if l != nil && !l.start.Equal(p.StartTime) {
-		// The pid's previous JVM ended between two scans and another took
-		// its pid: that one's end is found by findExits before this runs.
-		l.close()
-		l = nil
-	}
+	r := e.recs.of(p.PID, p.StartTime)
+	l := r.life
 	if l == nil {
 		l = &life{start: p.StartTime, counters: j.Counters, fd: -1, pidfd: openPIDFD(p.PID), euid: euid, root: root}
-		e.lives[p.PID] = l
+		r.life = l
 		if c != nil {
 			if fd, err := openHsperf(e.procPath, *c, euid); err == nil {
 				l.fd = fd
@@ -201,7 +213,7 @@ func (e *ends) observe(c *Candidate, p procmem.Process, euid uint32, root *rootK
 	l.last, l.lastAlive = j.Sample, now
 	if c != nil {
 		l.marks[1], l.marks[0] = l.marks[0], mark
-		if mark.liveShare >= exits.HeapFullShare {
+		if mark.liveShare >= jvmend.HeapFullShare {
 			l.fullRead = mark
 		}
 	}
@@ -233,9 +245,10 @@ func (l *life) checkUnlinked(now time.Time) {
 // which JVMs share a dead one's /tmp.
 func (e *ends) find(table *procmem.ProcessTable, found *discovery, now time.Time) []Exit {
 	var gone []Exit
-	done := ended(e.lives)
-	for pid, l := range e.lives {
-		if l.lastAlive.Equal(now) {
+	done := ended(e.recs)
+	for pid, r := range e.recs.m {
+		l := r.life
+		if l == nil || l.lastAlive.Equal(now) {
 			continue
 		}
 		if done != nil && l.pidfd >= 0 && !done[pid] {
@@ -248,15 +261,15 @@ func (e *ends) find(table *procmem.ProcessTable, found *discovery, now time.Time
 			continue
 		}
 		d := death(pid, l, now)
-		if d.File == exits.FileDeleted {
+		if d.File == jvmend.FileDeleted {
 			if other, ok := cleaner(table, found, pid, l); ok {
-				d.File = exits.FileUnknown
+				d.File = jvmend.FileUnknown
 				d.FileNote = fmt.Sprintf("deleted, but JVM %d of the same user started in the same /tmp since, and a JVM deletes the files of dead JVMs when it starts", other)
 			}
 		}
-		gone = append(gone, Exit{Last: l.last, Death: d})
+		gone = append(gone, Exit{Last: l.last, End: d})
 		l.close()
-		delete(e.lives, pid)
+		e.recs.end(r, l.last, now)
 	}
 	return gone
 }
@@ -314,9 +327,9 @@ func procState(stat []byte) (byte, bool) {
 }
 
 // death puts together what is known of a JVM's end.
-func death(pid int, l *life, now time.Time) exits.Death {
-	d := exits.Death{PID: pid, Start: l.start, LastAlive: l.lastAlive, Noticed: now, FileNote: l.fileNote}
-	d.Heap = exits.Heap{Known: l.last.HeapMax > 0, Source: "last sample", Used: l.last.HeapUsed, Max: l.last.HeapMax}
+func death(pid int, l *life, now time.Time) jvmend.End {
+	d := jvmend.End{PID: pid, Start: l.start, LastAlive: l.lastAlive, Noticed: now, FileNote: l.fileNote}
+	d.Heap = jvmend.Heap{Known: l.last.HeapMax > 0, Source: "last sample", Used: l.last.HeapUsed, Max: l.last.HeapMax}
 	if l.fd < 0 {
 		return d
 	}
@@ -326,9 +339,9 @@ func death(pid int, l *life, now time.Time) exits.Death {
 		return d
 	}
 	if l.fileNote == "" {
-		d.File = exits.FileDeleted
+		d.File = jvmend.FileDeleted
 		if st.Nlink > 0 {
-			d.File = exits.FileLeftBehind
+			d.File = jvmend.FileLeftBehind
 		}
 	}
 	if final, err := finalHeap(l.fd, st.Size, l.marks, l.fullRead); err == nil {

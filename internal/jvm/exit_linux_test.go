@@ -33,7 +33,7 @@ func newExitRecorder(t *testing.T) *exitRecorder {
 		t.Fatal(err)
 	}
 	r := &exitRecorder{tr: tr}
-	tr.OnExits(func(_ time.Time, gone []Exit) {
+	tr.OnScan(func(_ time.Time, _ View, gone []Exit) {
 		r.mu.Lock()
 		r.exits = append(r.exits, gone...)
 		r.mu.Unlock()
@@ -73,7 +73,7 @@ func (r *exitRecorder) waitExit(t *testing.T, pid int) Exit {
 		defer r.mu.Unlock()
 		got = got[:0]
 		for _, e := range r.exits {
-			if e.Death.PID == pid {
+			if e.End.PID == pid {
 				got = append(got, e)
 			}
 		}
@@ -84,7 +84,7 @@ func (r *exitRecorder) waitExit(t *testing.T, pid int) Exit {
 	defer r.mu.Unlock()
 	n := 0
 	for _, e := range r.exits {
-		if e.Death.PID == pid {
+		if e.End.PID == pid {
 			n++
 		}
 	}
@@ -170,20 +170,20 @@ func TestTrackerExits(t *testing.T) {
 			if e.Last.ExecutorID != "5" || e.Last.AppID != "app-exits" || e.Last.Role != RoleExecutor {
 				t.Errorf("identity %+v", e.Last.Identity)
 			}
-			if e.Death.File != tc.wantFile {
-				t.Errorf("file %v (%s), want %v", e.Death.File, e.Death.FileNote, tc.wantFile)
+			if e.End.File != tc.wantFile {
+				t.Errorf("file %v (%s), want %v", e.End.File, e.End.FileNote, tc.wantFile)
 			}
-			if !e.Death.Heap.Known || e.Death.Heap.Source != "final counters" {
-				t.Errorf("no final counters: %+v", e.Death.Heap)
+			if !e.End.Heap.Known || e.End.Heap.Source != "final counters" {
+				t.Errorf("no final counters: %+v", e.End.Heap)
 			}
-			if h := e.Death.Heap; tc.emptied && (h.Max == 0 || float64(h.Used) >= 0.5*float64(h.Max)) {
+			if h := e.End.Heap; tc.emptied && (h.Max == 0 || float64(h.Used) >= 0.5*float64(h.Max)) {
 				t.Errorf("the heap was not emptied on the way out: %d of %d bytes used at the end", h.Used, h.Max)
 			}
-			if !e.Death.LastAlive.Before(e.Death.Noticed) || e.Death.Start.IsZero() {
-				t.Errorf("times: %+v", e.Death)
+			if !e.End.LastAlive.Before(e.End.Noticed) || e.End.Start.IsZero() {
+				t.Errorf("times: %+v", e.End)
 			}
-			if v := exits.Decide(e.Death, nil, nil); v.Reason != tc.want {
-				t.Errorf("reason %q, want %q: %s; %+v", v.Reason, tc.want, v.Evidence, e.Death.Heap)
+			if v := exits.Decide(exits.Death{End: e.End}, nil, nil); v.Reason != tc.want {
+				t.Errorf("reason %q, want %q: %s; %+v", v.Reason, tc.want, v.Evidence, e.End.Heap)
 			} else {
 				t.Logf("%s: %s", v.Reason, v.Evidence)
 			}
@@ -220,10 +220,10 @@ func TestTrackerBareJVMs(t *testing.T) {
 			}
 			_ = syscall.Kill(j.PID, syscall.SIGKILL)
 			e := r.waitExit(t, j.PID)
-			if e.Death.File != exits.FileUnknown || e.Death.Heap.Known {
-				t.Errorf("death %+v", e.Death)
+			if e.End.File != exits.FileUnknown || e.End.Heap.Known {
+				t.Errorf("death %+v", e.End)
 			}
-			if v := exits.Decide(e.Death, nil, nil); v.Reason != exits.ReasonUnknown {
+			if v := exits.Decide(exits.Death{End: e.End}, nil, nil); v.Reason != exits.ReasonUnknown {
 				t.Errorf("reason %q: %s", v.Reason, v.Evidence)
 			}
 		})
@@ -243,7 +243,7 @@ func TestTrackerExitFileDeletedByAnotherJVM(t *testing.T) {
 	}
 	t.Cleanup(tr.Stop)
 	var gone []Exit
-	tr.OnExits(func(_ time.Time, g []Exit) { gone = append(gone, g...) })
+	tr.OnScan(func(_ time.Time, _ View, g []Exit) { gone = append(gone, g...) })
 	a := testjvm.Start(t, testjvm.Options{JVMArgs: []string{"-Xmx32m"}, Args: append([]string{"--exit-after-s", "300"}, executorArgs...)})
 	if _, ok := findJVM(mustRefresh(t, tr), a.PID); !ok {
 		t.Fatalf("JVM %d not tracked", a.PID)
@@ -258,21 +258,21 @@ func TestTrackerExitFileDeletedByAnotherJVM(t *testing.T) {
 	mustRefresh(t, tr)
 	var e *Exit
 	for i := range gone {
-		if gone[i].Death.PID == a.PID {
+		if gone[i].End.PID == a.PID {
 			e = &gone[i]
 		}
 	}
 	if e == nil {
 		t.Fatalf("no exit for %d: %+v", a.PID, gone)
 	}
-	if e.Death.File != exits.FileUnknown || !strings.Contains(e.Death.FileNote, strconv.Itoa(b.PID)) {
+	if e.End.File != exits.FileUnknown || !strings.Contains(e.End.FileNote, strconv.Itoa(b.PID)) {
 		// Another test's JVM may have cleaned it first: any java process
 		// started since will do, b is only the one certain to.
-		if e.Death.File != exits.FileUnknown || !strings.Contains(e.Death.FileNote, "started in the same /tmp") {
-			t.Errorf("file %v (%s), want unknown naming a JVM started since", e.Death.File, e.Death.FileNote)
+		if e.End.File != exits.FileUnknown || !strings.Contains(e.End.FileNote, "started in the same /tmp") {
+			t.Errorf("file %v (%s), want unknown naming a JVM started since", e.End.File, e.End.FileNote)
 		}
 	}
-	if v := exits.Decide(e.Death, nil, nil); v.Reason != exits.ReasonUnknown {
+	if v := exits.Decide(exits.Death{End: e.End}, nil, nil); v.Reason != exits.ReasonUnknown {
 		t.Errorf("reason %q: %s", v.Reason, v.Evidence)
 	}
 }
@@ -300,7 +300,7 @@ func TestTrackerFileDeletedWhileRunning(t *testing.T) {
 	_ = syscall.Kill(j.PID, syscall.SIGTERM)
 	exitCode(t, j)
 	e := r.waitExit(t, j.PID)
-	if e.Death.File != exits.FileUnknown || !strings.Contains(e.Death.FileNote, "deleted while the JVM ran") {
-		t.Errorf("file %v (%s), want unknown: deleted while the JVM ran", e.Death.File, e.Death.FileNote)
+	if e.End.File != exits.FileUnknown || !strings.Contains(e.End.FileNote, "deleted while the JVM ran") {
+		t.Errorf("file %v (%s), want unknown: deleted while the JVM ran", e.End.File, e.End.FileNote)
 	}
 }

@@ -67,8 +67,10 @@ type nativeReader struct {
 
 	smaps nativemem.SmapsReader
 
-	mu    sync.Mutex // guards byPID, read by scans
-	byPID map[int]*nativeState
+	// recs are the tracker's: a JVM's state is its record's native, which
+	// mu guards (scans read it).
+	recs records
+	mu   sync.Mutex
 
 	// reads and checks count smaps and maps reads, what the breakdowns cost.
 	reads, checks atomic.Uint64
@@ -82,41 +84,58 @@ type nativeState struct {
 	usage   uint64
 	band    int
 	layout  uint64 // nativemem.Fingerprint of the mappings at the last breakdown
-	seen    time.Time
 }
 
-func newNativeReader(cfg NativeConfig, procPath string, failed func(int, error)) *nativeReader {
-	return &nativeReader{cfg: cfg, procPath: procPath, failed: failed, byPID: map[int]*nativeState{}}
+func newNativeReader(cfg NativeConfig, procPath string, recs records, failed func(int, error)) *nativeReader {
+	return &nativeReader{cfg: cfg, procPath: procPath, recs: recs, failed: failed}
 }
 
 // get returns the last breakdown of the JVM pid that started at start.
+// Scans call it, and own the records.
 func (r *nativeReader) get(pid int, start time.Time) *NativeMemory {
+	rec, ok := r.recs.get(pid, start)
+	if !ok {
+		return nil
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if s, ok := r.byPID[pid]; ok && s.start.Equal(start) {
-		return s.mem
+	if rec.native != nil {
+		return rec.native.mem
 	}
 	return nil
 }
 
-// update reads the breakdowns that are due among view's JVMs and forgets
-// JVMs gone for longer than retention. capped says that some due were
-// left for the next update (MaxReadsPerTick).
-func (r *nativeReader) update(view View, now time.Time, retention time.Duration) (capped bool) {
+// state is the breakdown state of j, in its record; nil when the tracker
+// keeps no record of j's process (gone since the view was made).
+func (r *nativeReader) state(j *JVM) *nativeState {
+	r.recs.mu.RLock()
+	rec := r.recs.m[j.PID]
+	r.recs.mu.RUnlock()
+	if rec == nil || !rec.start.Equal(j.ProcessStart) {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if rec.native == nil {
+		rec.native = &nativeState{start: j.ProcessStart}
+	}
+	return rec.native
+}
+
+// update reads the breakdowns that are due among view's JVMs. capped says
+// that some due were left for the next update (MaxReadsPerTick). A JVM's
+// state goes with its record.
+func (r *nativeReader) update(view View, now time.Time) (capped bool) {
 	reads := 0
 	for i := range view.JVMs {
 		j := &view.JVMs[i]
 		if j.Counters != CountersHsperf || j.ProcessStart.IsZero() {
 			continue // no layout to find the JVM's reservations with
 		}
-		r.mu.Lock()
-		s, ok := r.byPID[j.PID]
-		if !ok || !s.start.Equal(j.ProcessStart) {
-			s = &nativeState{start: j.ProcessStart}
-			r.byPID[j.PID] = s
+		s := r.state(j)
+		if s == nil {
+			continue
 		}
-		s.seen = now
-		r.mu.Unlock()
 		switch r.due(s, j, now) {
 		case dueRead:
 			if reads >= r.cfg.MaxReadsPerTick {
@@ -129,13 +148,6 @@ func (r *nativeReader) update(view View, now time.Time, retention time.Duration)
 			r.check(s, j, now)
 		}
 	}
-	r.mu.Lock()
-	for pid, s := range r.byPID {
-		if now.Sub(s.seen) > retention {
-			delete(r.byPID, pid)
-		}
-	}
-	r.mu.Unlock()
 	return capped
 }
 
@@ -305,7 +317,7 @@ func (t *Tracker) nativeLoop() {
 		case <-again:
 		}
 		again = nil
-		if t.native.update(t.Last(), time.Now(), t.cfg.Retention) {
+		if t.native.update(t.Last(), time.Now()) {
 			again = time.After(t.cfg.Sampling.Discovery)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/executor-exporter/executor_exporter/internal/nativemem"
+	"github.com/executor-exporter/executor_exporter/internal/procmem"
 )
 
 // policyJVM is a JVM of 1 GiB in a 2 GiB container, started 10 minutes
@@ -37,7 +38,7 @@ func policyState(j *JVM, when time.Time) *nativeState {
 
 // The policy at its boundaries: each trigger just below and at its value.
 func TestNativePolicy(t *testing.T) {
-	r := newNativeReader(DefaultNativeConfig, "/proc", nil)
+	r := newNativeReader(DefaultNativeConfig, "/proc", newRecords(), nil)
 	t0 := time.Unix(1_800_000_000, 0)
 	later := t0.Add(time.Minute) // past MinInterval
 	for _, tc := range []struct {
@@ -133,11 +134,11 @@ func TestNativeBaseIsTheFirstAfterStartup(t *testing.T) {
 			}
 		}
 	}
-	r := newNativeReader(DefaultNativeConfig, dir, func(_ int, err error) { t.Errorf("read failed: %v", err) })
 	t0 := time.Unix(1_800_000_000, 0)
 	j := policyJVM(t0)
 	j.ProcessStart = t0
 	view := View{JVMs: []JVM{j}}
+	r := newNativeReader(DefaultNativeConfig, dir, recordsOf(view.JVMs...), func(_ int, err error) { t.Errorf("read failed: %v", err) })
 	for i, step := range []struct {
 		at       time.Duration
 		rss      int
@@ -152,7 +153,7 @@ func TestNativeBaseIsTheFirstAfterStartup(t *testing.T) {
 		smaps(step.rss)
 		now := t0.Add(step.at)
 		view.JVMs[0].RSSJVM += 64 << 20 // moved: due
-		r.update(view, now, time.Hour)
+		r.update(view, now)
 		n := r.get(42, t0)
 		if n == nil {
 			t.Fatalf("step %d: no breakdown", i)
@@ -170,9 +171,9 @@ func TestNativeBaseIsTheFirstAfterStartup(t *testing.T) {
 	if r.get(42, t0.Add(time.Second)) != nil {
 		t.Error("a breakdown was given for another process with the same pid")
 	}
-	r.update(View{}, t0.Add(2*time.Hour), time.Hour)
+	r.recs.forget(&procmem.ProcessTable{}, t0.Add(2*time.Hour), time.Hour, 100)
 	if r.get(42, t0) != nil {
-		t.Error("a JVM gone for longer than the retention kept its breakdown")
+		t.Error("a JVM whose record was forgotten kept its breakdown")
 	}
 }
 
@@ -192,12 +193,12 @@ func TestNativeBadInput(t *testing.T) {
 		}
 	}
 	var failures []error
-	r := newNativeReader(DefaultNativeConfig, dir, func(_ int, err error) { failures = append(failures, err) })
 	t0 := time.Unix(1_800_000_000, 0)
 	j := policyJVM(t0)
 	gone := policyJVM(t0)
 	gone.PID = 43 // no such directory
-	r.update(View{JVMs: []JVM{j, gone}}, t0, time.Hour)
+	r := newNativeReader(DefaultNativeConfig, dir, recordsOf(j, gone), func(_ int, err error) { failures = append(failures, err) })
+	r.update(View{JVMs: []JVM{j, gone}}, t0)
 	if len(failures) != 1 || !errors.Is(failures[0], ErrTooLarge) {
 		t.Fatalf("failures %v, want one ErrTooLarge", failures)
 	}
@@ -210,7 +211,7 @@ func TestNativeBadInput(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "42", "maps"), []byte("7f0000000000-7f0000001000 rw-p 00000000 00:00 0\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r.update(View{JVMs: []JVM{j}}, t0.Add(time.Minute), time.Hour)
+	r.update(View{JVMs: []JVM{j}}, t0.Add(time.Minute))
 	if len(failures) != 2 || !errors.Is(failures[1], nativemem.ErrMalformed) {
 		t.Fatalf("failures %v, want a second, ErrMalformed", failures)
 	}
@@ -233,17 +234,17 @@ func TestNativeCheck(t *testing.T) {
 		}
 	}
 	write("7f0000000000-7f0010000000 rw-p 00000000 00:00 0")
-	r := newNativeReader(DefaultNativeConfig, dir, func(_ int, err error) { t.Errorf("read failed: %v", err) })
 	t0 := time.Unix(1_800_000_000, 0)
 	view := View{JVMs: []JVM{policyJVM(t0)}}
+	r := newNativeReader(DefaultNativeConfig, dir, recordsOf(view.JVMs...), func(_ int, err error) { t.Errorf("read failed: %v", err) })
 	start := view.JVMs[0].ProcessStart
 	view.JVMs[0].RSSJVM = 1000 << 10 // as the breakdown's resident size
-	r.update(view, t0, time.Hour)
+	r.update(view, t0)
 	if reads, checks := r.reads.Load(), r.checks.Load(); reads != 1 || checks != 0 {
 		t.Fatalf("first look: %d reads, %d checks; want 1, 0", reads, checks)
 	}
 	checked := t0.Add(DefaultNativeConfig.MaxAge)
-	r.update(view, checked, time.Hour)
+	r.update(view, checked)
 	if reads, checks := r.reads.Load(), r.checks.Load(); reads != 1 || checks != 1 {
 		t.Errorf("unchanged mappings: %d reads, %d checks; want 1, 1", reads, checks)
 	}
@@ -251,7 +252,7 @@ func TestNativeCheck(t *testing.T) {
 		t.Errorf("a confirmed breakdown checked at %v, want %v", got, checked)
 	}
 	write("7f0000000000-7f0020000000 rw-p 00000000 00:00 0")
-	r.update(view, checked.Add(DefaultNativeConfig.MaxAge), time.Hour)
+	r.update(view, checked.Add(DefaultNativeConfig.MaxAge))
 	if reads, checks := r.reads.Load(), r.checks.Load(); reads != 2 || checks != 2 {
 		t.Errorf("a mapping grew: %d reads, %d checks; want 2, 2", reads, checks)
 	}
@@ -279,17 +280,17 @@ func TestNativeLoopReadsWhatTheCapLeft(t *testing.T) {
 		view.JVMs = append(view.JVMs, j)
 	}
 	cfg := DefaultNativeConfig
-	r := newNativeReader(cfg, dir, func(_ int, err error) { t.Errorf("read failed: %v", err) })
-	if !r.update(View{JVMs: view.JVMs[:cfg.MaxReadsPerTick+1]}, time.Now(), time.Hour) {
+	r := newNativeReader(cfg, dir, recordsOf(view.JVMs...), func(_ int, err error) { t.Errorf("read failed: %v", err) })
+	if !r.update(View{JVMs: view.JVMs[:cfg.MaxReadsPerTick+1]}, time.Now()) {
 		t.Error("a JVM left for later, and update did not say so")
 	}
-	if r.update(View{JVMs: view.JVMs[:cfg.MaxReadsPerTick+1]}, time.Now(), time.Hour) {
+	if r.update(View{JVMs: view.JVMs[:cfg.MaxReadsPerTick+1]}, time.Now()) {
 		t.Error("nothing left for later, and update said there was")
 	}
 
 	tr := &Tracker{
 		cfg:        Config{Sampling: SamplingConfig{Discovery: 10 * time.Millisecond}, Retention: time.Hour},
-		native:     newNativeReader(cfg, dir, func(_ int, err error) { t.Errorf("read failed: %v", err) }),
+		native:     newNativeReader(cfg, dir, recordsOf(view.JVMs...), func(_ int, err error) { t.Errorf("read failed: %v", err) }),
 		last:       view,
 		stop:       make(chan struct{}),
 		viewMade:   make(chan struct{}, 1),
@@ -310,4 +311,13 @@ func TestNativeLoopReadsWhatTheCapLeft(t *testing.T) {
 			t.Errorf("JVM %d: no breakdown", j.PID)
 		}
 	}
+}
+
+// recordsOf are records of the JVMs, as the scans that read them made.
+func recordsOf(jvms ...JVM) records {
+	rs := newRecords()
+	for _, j := range jvms {
+		rs.of(j.PID, j.ProcessStart)
+	}
+	return rs
 }

@@ -89,36 +89,45 @@ func TestPeaksMergeKeepsTheHighest(t *testing.T) {
 	}
 }
 
-func TestKeepEndedRetentionAndCap(t *testing.T) {
+func TestEndedRecordsRetentionAndCap(t *testing.T) {
 	start := time.Unix(1_800_000_000, 0)
-	tr := &Tracker{cfg: Config{EndedRetention: time.Hour, MaxProcesses: 3}, ended: map[int]endedJVM{}}
-	gone := func(pids ...int) []Exit {
-		var out []Exit
+	rs := newRecords()
+	end := func(at time.Time, pids ...int) {
 		for _, p := range pids {
-			out = append(out, Exit{Last: Sample{Identity: Identity{PID: p}, Peaks: Peaks{Resident: uint64(p)}}})
+			rs.end(rs.of(p, start), Sample{Identity: Identity{PID: p}, Peaks: Peaks{Resident: uint64(p)}}, at)
 		}
-		return out
 	}
-	pids := func(s []Sample) []int {
+	ended := func(now time.Time) []int {
 		var out []int
-		for _, x := range s {
+		for _, x := range rs.ended(now, time.Hour) {
 			out = append(out, x.PID)
 		}
 		return out
 	}
-	if got := pids(tr.keepEnded(gone(10), nil, start)); !slices.Equal(got, []int{10}) {
+	noProcesses := &procmem.ProcessTable{} // ended records do not ask the table
+	end(start, 10)
+	rs.forget(noProcesses, start, time.Hour, 3)
+	if got := ended(start); !slices.Equal(got, []int{10}) {
 		t.Errorf("after one end: %v", got)
 	}
-	// A live JVM that took pid 10 hides the ended one.
-	got := pids(tr.keepEnded(gone(30, 20), []JVM{{Sample: Sample{Identity: Identity{PID: 10}}}}, start.Add(time.Minute)))
-	if !slices.Equal(got, []int{20, 30}) || len(tr.ended) != 3 {
-		t.Errorf("with pid 10 taken: %v (kept %d)", got, len(tr.ended))
+	if s, ok := rs.lastSample(10); !ok || s.Peaks.Resident != 10 {
+		t.Errorf("the last sample of an ended JVM: %+v, %v", s, ok)
+	}
+	// A new JVM that took pid 10 replaces the ended one.
+	end(start.Add(time.Minute), 30, 20)
+	rs.of(10, start.Add(time.Second))
+	if got := ended(start.Add(time.Minute)); !slices.Equal(got, []int{20, 30}) {
+		t.Errorf("with pid 10 taken: %v", got)
 	}
 	// Beyond the cap of 3, the oldest goes.
-	if got := pids(tr.keepEnded(gone(40), nil, start.Add(2*time.Minute))); !slices.Equal(got, []int{20, 30, 40}) {
+	end(start.Add(90*time.Second), 50)
+	end(start.Add(2*time.Minute), 40)
+	rs.forget(noProcesses, start.Add(2*time.Minute), time.Hour, 3)
+	if got := ended(start.Add(2 * time.Minute)); !slices.Equal(got, []int{30, 40, 50}) && !slices.Equal(got, []int{20, 40, 50}) {
 		t.Errorf("beyond the cap: %v", got)
 	}
-	if got := pids(tr.keepEnded(nil, nil, start.Add(3*time.Hour))); len(got) != 0 {
-		t.Errorf("after the retention: %v", got)
+	rs.forget(noProcesses, start.Add(3*time.Hour), time.Hour, 3)
+	if got := ended(start.Add(3 * time.Hour)); len(got) != 0 || len(rs.m) != 0 {
+		t.Errorf("after the retention: %v, %d records", got, len(rs.m))
 	}
 }

@@ -77,7 +77,7 @@ func TestPeakKeeperReadsVmHWMOnlyWhenItCanHaveMoved(t *testing.T) {
 			if err := os.Mkdir(filepath.Join(dir, strconv.Itoa(pid)), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			k := newReader(dir, "/sys", records{})
+			k := newReader(dir, "/sys", newRecords())
 			t0 := time.Unix(1_800_000_000, 0)
 			start := t0.Add(-time.Hour)
 			for i, r := range tc.readings {

@@ -64,41 +64,35 @@ func (r *reader) read(c Candidate, proc procmem.Process, id identityEntry, held 
 			stats.StartTime, ticks, prev.ticks, proc.StartTime)
 	}
 
-	rss := table.TreeRSS(c.PID)
 	var prevStats *hsperf.Stats
 	if had {
 		prevStats = &prev.stats
 	}
 	live, _ := heapLive(&stats, prevStats)
-	j := JVM{
+	j := newJVM(proc, id, table.TreeRSS(c.PID), now)
+	j.NSPID, j.Stats, j.Counters, j.Peaks = c.NSPID, stats, CountersHsperf, Peaks{HeapLive: live}
+	j.HeapUsed, j.HeapCommitted, j.HeapMax, j.NonHeapCommitted = stats.HeapUsed, stats.HeapCommitted, stats.HeapMax, stats.NonHeapCommitted
+	return j, gcMark{ticks: ticks, gcSeconds: gcSeconds(stats), liveShare: liveShare(&stats, live), afterFull: lastCollectionFull(&stats), fullGCs: fullCollections(&stats)}, "", nil
+}
+
+// newJVM is a reading of the process p, who is id, with its tree's
+// resident memory: what every reading has, with hsperfdata or without.
+func newJVM(p procmem.Process, id identityEntry, rss procmem.TreeRSS, now time.Time) JVM {
+	return JVM{
 		Sample: Sample{
-			Identity: Identity{
-				PID:        c.PID,
-				Role:       id.cmd.Role,
-				AppID:      id.cmd.AppID,
-				ExecutorID: id.cmd.ExecutorID,
-			},
-			NSPID:            c.NSPID,
-			YARNContainer:    id.cmd.YARNContainer,
-			TreeVSize:        rss.VSize,
-			Time:             now,
-			HeapUsed:         stats.HeapUsed,
-			HeapCommitted:    stats.HeapCommitted,
-			HeapMax:          stats.HeapMax,
-			NonHeapCommitted: stats.NonHeapCommitted,
-			RSSJVM:           rss.JVM,
-			RSSPython:        rss.Python,
-			RSSOther:         rss.Other,
-			Peaks:            Peaks{HeapLive: live},
+			Identity:      Identity{PID: p.PID, Role: id.cmd.Role, AppID: id.cmd.AppID, ExecutorID: id.cmd.ExecutorID},
+			Time:          now,
+			RSSJVM:        rss.JVM,
+			RSSPython:     rss.Python,
+			RSSOther:      rss.Other,
+			YARNContainer: id.cmd.YARNContainer,
+			TreeVSize:     rss.VSize,
 		},
 		MainClass:    id.cmd.MainClass,
 		Xmx:          id.cmd.Xmx,
 		Pod:          id.pod,
-		ProcessStart: proc.StartTime,
-		Stats:        stats,
-		Counters:     CountersHsperf,
+		ProcessStart: p.StartTime,
 	}
-	return j, gcMark{ticks: ticks, gcSeconds: gcSeconds(stats), liveShare: liveShare(&stats, live), afterFull: lastCollectionFull(&stats), fullGCs: fullCollections(&stats)}, "", nil
 }
 
 // bare reads a JVM without hsperfdata: what needs no counters, the
@@ -112,21 +106,9 @@ func (r *reader) bare(p procmem.Process, id identityEntry, table *procmem.Proces
 		}
 		counters = CountersNoFile
 	}
-	rss := table.TreeRSS(p.PID)
-	return JVM{
-		Sample: Sample{
-			Identity: Identity{PID: p.PID, Role: id.cmd.Role, AppID: id.cmd.AppID, ExecutorID: id.cmd.ExecutorID},
-			Time:     now,
-			RSSJVM:   rss.JVM, RSSPython: rss.Python, RSSOther: rss.Other,
-			YARNContainer: id.cmd.YARNContainer,
-			TreeVSize:     rss.VSize,
-		},
-		MainClass:    id.cmd.MainClass,
-		Xmx:          id.cmd.Xmx,
-		Pod:          id.pod,
-		ProcessStart: p.StartTime,
-		Counters:     counters,
-	}, "", nil
+	j := newJVM(p, id, table.TreeRSS(p.PID), now)
+	j.Counters = counters
+	return j, "", nil
 }
 
 // cgroup fills in the memory cgroup holding the JVM. An error costs only

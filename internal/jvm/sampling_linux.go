@@ -52,8 +52,8 @@ func (t *Tracker) idle(tableChanged bool, now time.Time) bool {
 			return false
 		}
 	}
-	for _, e := range t.ended {
-		if now.Sub(e.at) > t.cfg.EndedRetention {
+	for _, s := range t.view.Ended {
+		if r := t.recs.m[s.PID]; r == nil || now.Sub(r.endedAt) > t.cfg.EndedRetention {
 			return false
 		}
 	}
@@ -62,14 +62,13 @@ func (t *Tracker) idle(tableChanged bool, now time.Time) bool {
 
 // settled says that a scan of a changed process table would still read
 // nothing: the processes that came and went are none of the JVMs (every
-// candidate, and every java process without a file, is a JVM of the last
-// view, the same processes, and the view has no other), and it is idle
-// otherwise. On a node where probes and scripts start a process every few
-// seconds, a scan then costs its listing and discovery, not a new view.
-// What the scan would have forgotten of the processes gone, the next scan
-// that reads forgets.
-func (t *Tracker) settled(table *procmem.ProcessTable, candidates []Candidate, now time.Time) bool {
-	if t.view.Dropped > 0 || !t.idle(false, now) {
+// JVM found, with its file or without, is a JVM of the last view, the same
+// process, and the view has no other), and it is idle otherwise. On a node
+// where probes and scripts start a process every few seconds, a scan then
+// costs its listing and discovery, not a new view. What the scan would
+// have forgotten of the processes gone, the next scan that reads forgets.
+func (t *Tracker) settled(table *procmem.ProcessTable, jvms []found, now time.Time) bool {
+	if t.view.Dropped > 0 || len(jvms) != len(t.view.JVMs) || !t.idle(false, now) {
 		return false
 	}
 	inView := make(map[int]*JVM, len(t.view.JVMs))
@@ -80,33 +79,18 @@ func (t *Tracker) settled(table *procmem.ProcessTable, candidates []Candidate, n
 		}
 		inView[j.PID] = j
 	}
-	withFile := make(map[int]bool, len(candidates))
-	for _, c := range candidates {
-		if j := inView[c.PID]; j == nil || j.Counters != CountersHsperf {
+	for _, f := range jvms {
+		if j := inView[f.pid]; j == nil || (f.c != nil) != (j.Counters == CountersHsperf) {
 			return false
 		}
-		withFile[c.PID] = true
 	}
-	bare := 0
-	for _, pid := range table.PIDs() {
-		p, ok := table.Seen(pid)
-		if !ok || p.Comm != javaComm || p.KernelThread || withFile[pid] {
-			continue
-		}
-		if j := inView[pid]; j == nil || j.Counters == CountersHsperf {
-			return false
-		}
-		bare++
-	}
-	return len(withFile)+bare == len(t.view.JVMs)
+	return true
 }
 
 // keepView is an idle scan's result: the last view, and the heartbeat
-// the OnExits hook gets from every scan.
+// the OnScan functions get from every scan.
 func (t *Tracker) keepView(now time.Time) View {
-	if f := t.ends.hook.Load(); f != nil {
-		(*f)(now, nil)
-	}
+	t.scanned(now, t.view, nil)
 	return t.view
 }
 
@@ -137,17 +121,10 @@ func (t *Tracker) planNext(view View, now time.Time) {
 			at = t.sched.aligned(at, t.cfg.Sampling.Discovery)
 		}
 		t.sched.plan(j.PID, j.ProcessStart, at, d < t.cfg.Sampling.Discovery)
-		if t.cfg.YARN != nil && nearAllocation(j, d, t.cfg.Sampling) {
-			t.cfg.YARN.Hurry(now.Add(yarnHurryFor))
-		}
+		j.NearAllocation = nearAllocation(j, d, t.cfg.Sampling)
 	}
 	t.sched.keep(func(pid int) bool { return in[pid] })
 }
-
-// yarnHurryFor is how long the NodeManager is polled often after a reading
-// found a YARN container near its allocation: past the reading after, and
-// past the few seconds the NodeManager lists a container it killed.
-const yarnHurryFor = 30 * time.Second
 
 // nearAllocation: j's budget is its YARN container's allocation, and it is
 // above 75 % of it, or grows fast enough to be read again before the next

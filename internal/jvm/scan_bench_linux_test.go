@@ -56,7 +56,7 @@ func BenchmarkRefresh(b *testing.B) {
 	b.Run("20-jvms", func(b *testing.B) { run(b, asIs) })
 	b.Run("20-jvms-settled", func(b *testing.B) { settled(b, asIs) })
 	b.Run("20-jvms-settled-cgroup-reread", func(b *testing.B) {
-		settled(b, func(t *Tracker) { clear(t.recs) })
+		settled(b, func(t *Tracker) { clear(t.recs.m) })
 	})
 	b.Run("20-jvms-plus-500-processes", func(b *testing.B) {
 		testenv.StartSleepers(b, 500)

@@ -11,20 +11,15 @@ import (
 	"github.com/executor-exporter/executor_exporter/internal/procmem"
 )
 
-// scan lists the processes, finds the JVMs and their ends, and reads the
-// JVMs that are due (all of them when all is set); the others keep their
-// last reading. When nothing is due and nothing changed (idle) it returns
-// the last view as it is, and made false. It runs under refreshMu.
+// scan is one pass over the machine: it lists the processes, finds the
+// JVMs among them, reads those that are due (all of them when all is set;
+// the others keep their last reading), notices the ones that ended, and
+// assembles the view. When nothing is due and nothing changed (idle,
+// settled) it returns the last view as it is, and made false. It runs
+// under refreshMu.
 func (t *Tracker) scan(all bool) (view View, made bool, err error) {
 	now := time.Now()
-	if t.procs == nil {
-		w, err := procmem.NewProcessWatch(t.cfg.ProcFS)
-		if err != nil {
-			return View{}, false, err
-		}
-		t.procs = w
-	}
-	table, err := t.procs.Scan(now)
+	table, err := t.processTable(now)
 	if err != nil {
 		return View{}, false, err
 	}
@@ -35,56 +30,118 @@ func (t *Tracker) scan(all bool) (view View, made bool, err error) {
 	if err != nil {
 		return View{}, false, err
 	}
-	if !all && t.settled(table, candidates, now) {
+	jvms := jvmsIn(table, candidates)
+	if !all && t.settled(table, jvms, now) {
 		return t.keepView(now), false, nil
 	}
+	kept := t.keptReadings(table, all, now)
+	view = t.readAll(table, jvms, kept, now)
+	gone := t.ends.find(table, t.found, now)
+	view.JVMs = withoutEnded(view.JVMs, gone, now)
+	t.recs.remember(view)
+	t.recs.forget(table, now, max(t.cfg.Retention, t.cfg.EndedRetention), t.cfg.MaxProcesses)
+	view.Ended = t.recs.ended(now, t.cfg.EndedRetention)
+	t.scanned(now, view, gone)
 
-	// JVMs already tracked keep their place when the cap bites, so series
-	// do not flap between JVMs from one scrape to the next.
-	t.mu.RLock()
-	sort.SliceStable(candidates, func(i, j int) bool {
-		_, ti := t.samples[candidates[i].PID]
-		_, tj := t.samples[candidates[j].PID]
-		return ti && !tj
-	})
-	t.mu.RUnlock()
+	t.found.ids.forget(table)
+	t.read.closeUnusedCgroups(kept)
+	for k, at := range t.loggedAt {
+		if now.Sub(at) > logEvery {
+			delete(t.loggedAt, k)
+		}
+	}
+	return view, true, nil
+}
 
+// processTable is this scan's process table, from the watch the first
+// scan makes.
+func (t *Tracker) processTable(now time.Time) (*procmem.ProcessTable, error) {
+	if t.procs == nil {
+		w, err := procmem.NewProcessWatch(t.cfg.ProcFS)
+		if err != nil {
+			return nil, err
+		}
+		t.procs = w
+	}
+	return t.procs.Scan(now)
+}
+
+// found is a JVM a scan found: a candidate, with its hsperfdata file, or
+// a java process that publishes none (c nil).
+type found struct {
+	pid int
+	c   *Candidate
+}
+
+func (f found) candidate() Candidate {
+	if f.c != nil {
+		return *f.c
+	}
+	return Candidate{PID: f.pid}
+}
+
+// javaComm is the kernel's command name of a JVM started by the java
+// launcher (Spark's scripts, YARN, the Kubernetes images all exec it).
+const javaComm = "java"
+
+// jvmsIn lists the JVMs of the table, each pid once: the candidates, then
+// the JVMs that publish no hsperfdata (-XX:+PerfDisableSharedMem,
+// -XX:-UsePerfData), found by their java command name and no file of their
+// own. Finding those reads nothing: Seen is the command name as last read,
+// which the table reads again while a process is young (an exec) and then
+// every few minutes.
+func jvmsIn(table *procmem.ProcessTable, candidates []Candidate) []found {
+	out := make([]found, 0, len(candidates)+4)
+	withFile := make(map[int]bool, len(candidates))
+	for i := range candidates {
+		if pid := candidates[i].PID; !withFile[pid] { // a second hsperfdata_<user> directory for the same pid
+			withFile[pid] = true
+			out = append(out, found{pid: pid, c: &candidates[i]})
+		}
+	}
+	for _, pid := range table.PIDs() {
+		if p, ok := table.Seen(pid); ok && p.Comm == javaComm && !p.KernelThread && !withFile[pid] {
+			out = append(out, found{pid: pid})
+		}
+	}
+	return out
+}
+
+// readAll reads the JVMs found that are due, in one loop, and serves the
+// others' last reading (kept). JVMs beyond MaxProcesses are dropped, those
+// already tracked last, so that series do not flap between JVMs from one
+// scrape to the next.
+func (t *Tracker) readAll(table *procmem.ProcessTable, jvms []found, kept map[int]*JVM, now time.Time) View {
+	sort.SliceStable(jvms, func(i, j int) bool { return t.recs.tracked(jvms[i].pid) && !t.recs.tracked(jvms[j].pid) })
 	// One allocation for the view's readings: a JVM's is most of a
 	// kilobyte, and a scan runs every few seconds.
-	view = View{Time: now, JVMs: make([]JVM, 0, max(len(t.view.JVMs), len(candidates))+1)}
-	kept := t.keptReadings(table, all, now)
+	view := View{Time: now, JVMs: make([]JVM, 0, max(len(t.view.JVMs), len(jvms))+1)}
+	cgroups := map[string]procmem.CgroupMemory{} // each distinct cgroup read once per scan
 	fresh := 0
-	read := map[int]bool{}
-	withFile := map[int]bool{} // candidates, but for files of a dead JVM's
-	cgroups := map[string]procmem.CgroupMemory{}
-	for _, c := range candidates {
-		if read[c.PID] {
-			continue // a second hsperfdata_<user> directory for the same pid
-		}
-		if len(read) >= t.cfg.MaxProcesses {
+	for _, f := range jvms {
+		if len(view.JVMs) >= t.cfg.MaxProcesses {
 			view.Dropped++
-			read[c.PID] = true
 			continue
 		}
-		if j, ok := kept[c.PID]; ok {
-			read[c.PID], withFile[c.PID] = true, true
+		if j, ok := kept[f.pid]; ok {
 			view.JVMs = append(view.JVMs, t.keptJVM(j))
 			continue
 		}
 		fresh++
-		j, reason, err := t.readJVM(c, table, cgroups, now)
-		withFile[c.PID] = withFile[c.PID] || reason != ReasonStale
+		j, reason, err := t.readJVM(f, table, cgroups, now)
+		if reason == ReasonStale {
+			// A dead JVM's file under a pid reused: the process may be a
+			// JVM without a file of its own.
+			t.readFailed(f, reason, err, now)
+			f.c = nil
+			j, reason, err = t.readJVM(f, table, cgroups, now)
+		}
 		if err != nil {
-			if reason != "" {
-				t.countError(reason)
-				t.logFailure(c, reason, err, now)
-			}
+			t.readFailed(f, reason, err, now)
 			continue
 		}
-		read[c.PID] = true
 		view.JVMs = append(view.JVMs, j)
 	}
-	fresh += t.scanBare(table, withFile, read, kept, cgroups, &view, now)
 	t.planNext(view, now)
 	t.mu.Lock()
 	t.reads += uint64(fresh)
@@ -94,22 +151,16 @@ func (t *Tracker) scan(all bool) (view View, made bool, err error) {
 			"max", t.cfg.MaxProcesses, "dropped", view.Dropped)
 	}
 	sort.Slice(view.JVMs, func(i, j int) bool { return view.JVMs[i].PID < view.JVMs[j].PID })
-	gone := t.ends.find(table, t.found, now)
-	if f := t.ends.hook.Load(); f != nil {
-		(*f)(now, gone)
-	}
-	view.JVMs = withoutEnded(view.JVMs, gone, now)
-	view.Ended = t.keepEnded(gone, view.JVMs, now)
+	return view
+}
 
-	t.found.ids.forget(table)
-	t.recs.forget(table)
-	t.read.closeUnusedCgroups(kept)
-	for k, at := range t.loggedAt {
-		if now.Sub(at) > logEvery {
-			delete(t.loggedAt, k)
-		}
+// readFailed counts and logs a failed reading; an empty reason (the
+// process exited, or is not a JVM we own) is neither.
+func (t *Tracker) readFailed(f found, reason string, err error, now time.Time) {
+	if reason != "" {
+		t.countError(reason)
+		t.logFailure(f.candidate(), reason, err, now)
 	}
-	return view, true, nil
 }
 
 // withoutEnded drops from jvms the kept readings of the JVMs found gone in
@@ -129,13 +180,16 @@ func withoutEnded(jvms []JVM, gone []Exit, now time.Time) []JVM {
 	return slices.DeleteFunc(jvms, func(j JVM) bool { return ended[j.PID] && !j.Time.Equal(now) })
 }
 
-// readJVM reads one candidate and hands it to ends. A failure returns the
-// reason to count, or an empty reason when the process simply exited or
-// is not a JVM we own.
-func (t *Tracker) readJVM(c Candidate, table *procmem.ProcessTable, cgroups map[string]procmem.CgroupMemory, now time.Time) (JVM, string, error) {
-	proc, ok := table.Process(c.PID)
+// readJVM reads one JVM found, through its hsperfdata file or without
+// one, and hands it to ends. A failure returns the reason to count, or an
+// empty reason when the process simply exited or is not a JVM we own.
+func (t *Tracker) readJVM(f found, table *procmem.ProcessTable, cgroups map[string]procmem.CgroupMemory, now time.Time) (JVM, string, error) {
+	proc, ok := table.Process(f.pid)
 	if !ok {
 		return JVM{}, "", errors.New("gone")
+	}
+	if f.c == nil && proc.Comm != javaComm {
+		return JVM{}, "", errors.New("no JVM")
 	}
 	if proc.RSS == 0 {
 		// Exiting (a zombie, or its memory already torn down after a
@@ -147,138 +201,29 @@ func (t *Tracker) readJVM(c Candidate, table *procmem.ProcessTable, cgroups map[
 	if err != nil {
 		return JVM{}, classify(err), err
 	}
-	j, mark, reason, err := t.read.read(c, proc, id, t.ends.held(c.PID, proc.StartTime), table, now)
+	var (
+		j      JVM
+		mark   gcMark
+		reason string
+	)
+	if f.c != nil {
+		j, mark, reason, err = t.read.read(*f.c, proc, id, t.ends.held(f.pid, proc.StartTime), table, now)
+	} else {
+		j, reason, err = t.read.bare(proc, id, table, now)
+	}
 	if err != nil {
 		return JVM{}, reason, err
 	}
-	if t.native != nil {
-		j.Native = t.native.get(c.PID, proc.StartTime)
+	if t.native != nil && f.c != nil {
+		j.Native = t.native.get(f.pid, proc.StartTime)
 	}
-	t.readCgroup(&j, c, proc, cgroups, now)
-	t.read.updatePeaks(&j, proc.StartTime, now)
-	t.ends.observe(&c, proc, id.euid, t.found.root(c.PID), &j, mark, now)
-	return j, "", nil
-}
-
-// readCgroup reads the memory cgroup holding the JVM; a failure costs only
-// the container series.
-func (t *Tracker) readCgroup(j *JVM, c Candidate, p procmem.Process, cgroups map[string]procmem.CgroupMemory, now time.Time) {
-	if err := t.read.cgroup(j, p, cgroups, now); err != nil && !isGone(err) {
-		t.countError(ReasonCgroup)
-		t.logFailure(c, ReasonCgroup, err, now)
+	if err := t.read.cgroup(&j, proc, cgroups, now); err != nil && !isGone(err) {
+		t.readFailed(f, ReasonCgroup, err, now) // costs only the container series
 	}
 	if t.cfg.YARN != nil && j.YARNContainer != "" && j.CgroupLimit == 0 {
 		j.Allocation, _ = t.cfg.YARN.Allocation(j.YARNContainer)
 	}
-}
-
-// javaComm is the kernel's command name of a JVM started by the java
-// launcher (Spark's scripts, YARN, the Kubernetes images all exec it).
-const javaComm = "java"
-
-// scanBare finds the JVMs that publish no hsperfdata — started with
-// -XX:+PerfDisableSharedMem or -XX:-UsePerfData — among the processes of
-// the table: a java command name and no hsperfdata file of their own
-// (withFile). Finding them reads nothing (the command names the process
-// table already knows); reading one costs its stat, tree and, once per
-// process, its identity. They are added to
-// view within the same cap as the others. Runs under refreshMu.
-// It returns how many it read; those not due keep their reading (kept).
-func (t *Tracker) scanBare(table *procmem.ProcessTable, withFile, read map[int]bool, kept map[int]*JVM, cgroups map[string]procmem.CgroupMemory, view *View, now time.Time) int {
-	fresh := 0
-	for _, pid := range table.PIDs() {
-		// Seen costs no read: the command name as last read, which the
-		// table reads again while a process is young (an exec) and then
-		// every few minutes. Process reads the few that pass.
-		if p, ok := table.Seen(pid); !ok || p.Comm != javaComm || p.KernelThread || withFile[pid] || read[pid] {
-			continue
-		}
-		if j, ok := kept[pid]; ok {
-			read[pid] = true
-			view.JVMs = append(view.JVMs, t.keptJVM(j))
-			continue
-		}
-		p, ok := table.Process(pid)
-		if !ok || p.Comm != javaComm {
-			continue
-		}
-		if len(read) >= t.cfg.MaxProcesses {
-			view.Dropped++
-			continue
-		}
-		fresh++
-		j, reason, err := t.readBare(p, table, cgroups, now)
-		if err != nil {
-			if reason != "" {
-				t.countError(reason)
-				t.logFailure(Candidate{PID: pid}, reason, err, now)
-			}
-			continue
-		}
-		read[pid] = true
-		view.JVMs = append(view.JVMs, j)
-	}
-	return fresh
-}
-
-// readBare reads a JVM without hsperfdata and hands it to ends.
-func (t *Tracker) readBare(p procmem.Process, table *procmem.ProcessTable, cgroups map[string]procmem.CgroupMemory, now time.Time) (JVM, string, error) {
-	if p.RSS == 0 {
-		return JVM{}, "", errors.New("exiting")
-	}
-	id, err := t.found.identity(p)
-	if err != nil {
-		return JVM{}, classify(err), err
-	}
-	j, reason, err := t.read.bare(p, id, table, now)
-	if err != nil {
-		return JVM{}, reason, err
-	}
-	t.readCgroup(&j, Candidate{PID: p.PID}, p, cgroups, now)
-	t.read.updatePeaks(&j, p.StartTime, now)
-	t.ends.observe(nil, p, id.euid, t.found.root(p.PID), &j, gcMark{}, now)
+	t.read.updatePeaks(&j, proc.StartTime, now)
+	t.ends.observe(f.c, proc, id.euid, t.found.root(f.pid), &j, mark, now)
 	return j, "", nil
-}
-
-// endedJVM is a JVM that ended, as last read.
-type endedJVM struct {
-	last Sample
-	at   time.Time
-}
-
-// keepEnded adds the JVMs found gone to those kept, drops those older than
-// EndedRetention (and the oldest beyond MaxProcesses, a cardinality
-// guard), and returns the ones no JVM in live has taken the pid of.
-func (t *Tracker) keepEnded(gone []Exit, live []JVM, now time.Time) []Sample {
-	for _, e := range gone {
-		t.ended[e.Last.PID] = endedJVM{last: e.Last, at: now}
-	}
-	for len(t.ended) > t.cfg.MaxProcesses {
-		oldest := -1
-		for pid, e := range t.ended {
-			if oldest < 0 || e.at.Before(t.ended[oldest].at) {
-				oldest = pid
-			}
-		}
-		delete(t.ended, oldest)
-	}
-	if len(t.ended) == 0 {
-		return nil
-	}
-	taken := make(map[int]bool, len(live))
-	for _, j := range live {
-		taken[j.PID] = true
-	}
-	var out []Sample
-	for pid, e := range t.ended {
-		if now.Sub(e.at) > t.cfg.EndedRetention {
-			delete(t.ended, pid)
-			continue
-		}
-		if !taken[pid] {
-			out = append(out, e.last)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].PID < out[j].PID })
-	return out
 }

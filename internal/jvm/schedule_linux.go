@@ -207,7 +207,7 @@ func (s *schedule) plan(pid int, start, at time.Time, soon bool) {
 // earliest is when the first JVM due sooner than the next discovery scan
 // is due; ok is false when none is.
 func (s *schedule) earliest() (first time.Time, ok bool) {
-	for _, r := range s.recs {
+	for _, r := range s.recs.m {
 		if r.hasPlan && r.plan.soon && (!ok || r.plan.at.Before(first)) {
 			first, ok = r.plan.at, true
 		}
@@ -218,7 +218,7 @@ func (s *schedule) earliest() (first time.Time, ok bool) {
 // keep drops the plans of the JVMs for which alive is false: they are
 // due as soon as they are seen again.
 func (s *schedule) keep(alive func(pid int) bool) {
-	for pid, r := range s.recs {
+	for pid, r := range s.recs.m {
 		if !alive(pid) {
 			r.hasPlan = false
 		}

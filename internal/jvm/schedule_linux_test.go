@@ -113,7 +113,7 @@ func TestSamplingNormalized(t *testing.T) {
 }
 
 func TestScheduleDue(t *testing.T) {
-	s := newSchedule(records{})
+	s := newSchedule(newRecords())
 	t0 := time.Unix(1_800_000_000, 0)
 	start := t0.Add(-time.Hour)
 	if !s.due(1, start, t0) {
@@ -140,7 +140,7 @@ func TestScheduleDue(t *testing.T) {
 // Due times move back onto the grid of their interval, never later, and
 // discovery scans stay on theirs: JVMs read as often are read together.
 func TestScheduleGrid(t *testing.T) {
-	s := newSchedule(records{})
+	s := newSchedule(newRecords())
 	e := s.epoch
 	for _, tc := range []struct {
 		at, step, want time.Duration

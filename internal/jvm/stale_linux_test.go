@@ -52,7 +52,7 @@ func TestTrackerTimerMoves(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustRefresh(t, tr)
-	rec, ok := tr.recs[j.PID]
+	rec, ok := tr.recs.m[j.PID]
 	if !ok || !rec.hasTicks || rec.ticks.ticks <= 0 {
 		t.Fatalf("no timer read for JVM %d: %+v", j.PID, rec)
 	}
@@ -61,7 +61,7 @@ func TestTrackerTimerMoves(t *testing.T) {
 	if _, ok := findJVM(mustRefresh(t, tr), j.PID); !ok {
 		t.Fatalf("JVM %d missing on the second scan", j.PID)
 	}
-	if second := tr.recs[j.PID].ticks; second.ticks <= first.ticks {
+	if second := tr.recs.m[j.PID].ticks; second.ticks <= first.ticks {
 		t.Errorf("timer of a live JVM did not move in 300ms: %d then %d", first.ticks, second.ticks)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-kit/log"
@@ -67,12 +68,9 @@ type Config struct {
 }
 
 // YARNSource is what the tracker asks of YARN's NodeManager: a container's
-// memory allocation, and to poll it often while a container is near its
-// allocation, so that the NodeManager's verdict on a kill is seen before
-// it drops the container. It answers from what it holds, never waiting.
+// memory allocation. It answers from what it holds, never waiting.
 type YARNSource interface {
 	Allocation(containerID string) (uint64, bool)
-	Hurry(until time.Time)
 }
 
 // JVM is everything read about one JVM in one refresh.
@@ -90,6 +88,11 @@ type JVM struct {
 	// Counters is CountersHsperf, or why the JVM publishes no hsperfdata:
 	// then Stats is empty and only identity, RSS and cgroup are known.
 	Counters string
+	// NearAllocation: its budget is its YARN container's allocation, and
+	// at its last reading it was near it (nearAllocation), so the
+	// NodeManager's word on a kill must be read before it drops the
+	// container.
+	NearAllocation bool
 }
 
 // View is the result of one refresh.
@@ -119,11 +122,10 @@ type Tracker struct {
 	// process), finds the JVMs among them (found), reads those that are
 	// due (read, when sched says), and notices the ones that ended (ends).
 	procs *procmem.ProcessWatch // made by the first scan
-	recs  records               // what the scans keep of each JVM (record_linux.go)
+	recs  records               // what the tracker keeps of each JVM, live or ended (record_linux.go)
 	found *discovery
 	read  *reader
 	ends  *ends
-	ended map[int]endedJVM // JVMs that ended within EndedRetention
 	sched *schedule
 	// native breaks JVMs' memory down by region in a loop of its own,
 	// woken by viewMade after each background scan; nil when turned off.
@@ -131,11 +133,13 @@ type Tracker struct {
 	nativeDone chan struct{}
 	viewMade   chan struct{}
 
-	mu      sync.RWMutex // guards samples, errors and last, read without waiting for a scan
-	samples map[int]Sample
-	last    View // the view of the last scan, for Last
-	errors  map[string]uint64
-	reads   uint64 // JVMs read, in the background and on Refresh
+	mu     sync.RWMutex // guards errors and last, read without waiting for a scan
+	last   View         // the view of the last scan, for Last
+	errors map[string]uint64
+	reads  uint64 // JVMs read, in the background and on Refresh
+
+	hooksMu sync.Mutex // serialises OnScan
+	hooks   atomic.Pointer[[]func(time.Time, View, []Exit)]
 
 	startOnce sync.Once
 	stopOnce  sync.Once
@@ -152,18 +156,16 @@ func NewTracker(cfg Config, logger log.Logger) (*Tracker, error) {
 		return nil, errors.New("max processes must be positive")
 	}
 	cfg.Sampling = cfg.Sampling.normalized()
-	recs := records{}
+	recs := newRecords()
 	t := &Tracker{
 		cfg:        cfg,
 		logger:     logger,
 		found:      newDiscovery(cfg.ProcFS),
 		recs:       recs,
 		read:       newReader(cfg.ProcFS, cfg.SysFS, recs),
-		ends:       newEnds(cfg.ProcFS),
-		ended:      map[int]endedJVM{},
+		ends:       newEnds(cfg.ProcFS, recs),
 		sched:      newSchedule(recs),
 		loggedAt:   map[string]time.Time{},
-		samples:    map[int]Sample{},
 		errors:     map[string]uint64{},
 		stop:       make(chan struct{}),
 		done:       make(chan struct{}),
@@ -171,7 +173,7 @@ func NewTracker(cfg Config, logger log.Logger) (*Tracker, error) {
 		viewMade:   make(chan struct{}, 1),
 	}
 	if cfg.Native.MaxAge > 0 {
-		t.native = newNativeReader(cfg.Native, cfg.ProcFS, t.nativeFailed)
+		t.native = newNativeReader(cfg.Native, cfg.ProcFS, recs, t.nativeFailed)
 	}
 	return t, nil
 }
@@ -264,10 +266,7 @@ func (t *Tracker) LastSample(pid int) (Sample, bool) {
 	if t == nil {
 		return Sample{}, false
 	}
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	s, ok := t.samples[pid]
-	return s, ok
+	return t.recs.lastSample(pid)
 }
 
 // ErrorCounts returns how many times a found JVM could not be read, by
@@ -350,16 +349,8 @@ func (t *Tracker) Refresh() (View, error) {
 
 func (t *Tracker) remember(view View) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	t.last = view
-	for _, j := range view.JVMs {
-		t.samples[j.PID] = j.Sample
-	}
-	for pid, s := range t.samples {
-		if view.Time.Sub(s.Time) > t.cfg.Retention {
-			delete(t.samples, pid)
-		}
-	}
+	t.mu.Unlock()
 }
 
 func (t *Tracker) countError(reason string) {

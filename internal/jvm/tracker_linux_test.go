@@ -280,7 +280,7 @@ func TestIdleScanKeepsTheView(t *testing.T) {
 	j := testjvm.Start(t, testjvm.Options{JVMArgs: []string{"-Xmx32m"}, Args: []string{"--executor-id", "7", "--app-id", "app-idle", "--exit-after-s", "300"}})
 	tr := newHourlyTracker(t)
 	var beats int
-	tr.OnExits(func(time.Time, []Exit) { beats++ })
+	tr.OnScan(func(time.Time, View, []Exit) { beats++ })
 	scan := func() (View, bool) {
 		t.Helper()
 		v, made, err := tr.scan(false)

@@ -222,19 +222,7 @@ func ValidAppID(s string) bool {
 		return false
 	}
 	ts, seq, ok := strings.Cut(rest, "_")
-	return ok && digits(ts) && digits(seq)
-}
-
-func digits(s string) bool {
-	if s == "" || len(s) > 20 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
+	return ok && cgroupid.IsDecimal(ts) && cgroupid.IsDecimal(seq)
 }
 
 // NodeInfo is the part of /ws/v1/node/info the exporter uses.

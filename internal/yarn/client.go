@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/executor-exporter/executor_exporter/internal/httpget"
 )
 
 // Targets, the services asked.
@@ -71,60 +72,29 @@ func statusKind(code int) string {
 
 // newHTTPClient: no proxy from the environment (the NodeManager is on this
 // machine, the ResourceManager on the cluster's network), a deadline on
-// every request, redirects to the same host only except between
-// ResourceManagers (a standby redirects to the active one).
-func newHTTPClient(timeout time.Duration) *http.Client {
-	return &http.Client{
-		Timeout: timeout,
-		Transport: &http.Transport{
-			Proxy:                 nil,
-			DialContext:           (&net.Dialer{Timeout: timeout}).DialContext,
-			ResponseHeaderTimeout: timeout,
-			MaxIdleConns:          4,
-			IdleConnTimeout:       90 * time.Second,
-		},
-		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			if len(via) >= 3 {
-				return errors.New("stopped after 3 redirects")
-			}
-			return nil
-		},
-	}
+// every request, redirects to other hosts too (a standby ResourceManager
+// redirects to the active one).
+func newHTTPClient(timeout time.Duration) *httpget.Client {
+	return httpget.New(httpget.Options{Timeout: timeout, Redirects: httpget.AnyHost, MaxIdleConns: 4})
 }
 
-// get fetches url and returns a body of at most MaxBodyBytes from a 200
+// get fetches url and returns a body of at most MaxBodyBytes from a 2xx
 // answer; anything else is a *requestError with its kind. A longer body is
 // read no further than the cap.
-func get(ctx context.Context, client *http.Client, url string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, &requestError{ErrParse, err}
+func get(ctx context.Context, client *httpget.Client, url string) ([]byte, error) {
+	data, _, err := client.Get(ctx, url, http.Header{"Accept": {"application/json"}}, MaxBodyBytes)
+	var se *httpget.StatusError
+	switch {
+	case err == nil:
+		return data, nil
+	case errors.As(err, &se) && se.Code == http.StatusUnauthorized && se.Header.Get("WWW-Authenticate") == "Negotiate":
+		return nil, &requestError{ErrKerberosKind, fmt.Errorf("GET %s: %w", se.URL, ErrKerberos)}
+	case se != nil:
+		return nil, &requestError{statusKind(se.Code), err}
+	case errors.Is(err, httpget.ErrTooLarge):
+		return nil, &requestError{ErrTooLarge, fmt.Errorf("%w (%d bytes)", err, MaxBodyBytes)}
 	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, &requestError{classify(err), fmt.Errorf("GET %s: %w", req.URL.Redacted(), err)}
-	}
-	// A read-only body's Close error says nothing the read did not.
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		// Drain a little so the connection can be reused, but no more.
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
-	}
-	if resp.StatusCode == http.StatusUnauthorized && resp.Header.Get("WWW-Authenticate") == "Negotiate" {
-		return nil, &requestError{ErrKerberosKind, fmt.Errorf("GET %s: %w", req.URL.Redacted(), ErrKerberos)}
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, &requestError{statusKind(resp.StatusCode), fmt.Errorf("GET %s: HTTP %d", req.URL.Redacted(), resp.StatusCode)}
-	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxBodyBytes+1))
-	if err != nil {
-		return nil, &requestError{classify(err), fmt.Errorf("GET %s: %w", req.URL.Redacted(), err)}
-	}
-	if len(data) > MaxBodyBytes {
-		return nil, &requestError{ErrTooLarge, fmt.Errorf("GET %s: body larger than %d bytes", req.URL.Redacted(), MaxBodyBytes)}
-	}
-	return data, nil
+	return nil, &requestError{classify(err), err}
 }
 
 // parseError marks a parser's error as a parse failure.

@@ -3,13 +3,14 @@ package yarn
 import (
 	"context"
 	"errors"
-	"net/http"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
+
+	"github.com/executor-exporter/executor_exporter/internal/httpget"
 )
 
 // Config configures a Source; the collector fills it from flags and
@@ -36,8 +37,6 @@ type Config struct {
 	Retention time.Duration
 	// MaxApps bounds the application names kept (the oldest goes first).
 	MaxApps int
-	// HTTPClient is for tests; nil builds one with Timeout.
-	HTTPClient *http.Client
 }
 
 // DefaultConfig's intervals: 2 s while a container is near its allocation
@@ -138,7 +137,7 @@ type appEntry struct {
 type Source struct {
 	cfg    Config
 	logger log.Logger
-	client *http.Client
+	client *httpget.Client
 
 	mu         sync.Mutex
 	containers map[string]*Container
@@ -176,10 +175,7 @@ func NewSource(cfg Config, logger log.Logger) *Source {
 	if cfg.Conf.Props == nil && cfg.Conf.VmemRatio < 1 {
 		cfg.Conf, _ = FromProps(map[string]string{}) // YARN's defaults
 	}
-	client := cfg.HTTPClient
-	if client == nil {
-		client = newHTTPClient(cfg.Timeout)
-	}
+	client := newHTTPClient(cfg.Timeout)
 	s := &Source{cfg: cfg, logger: logger, client: client,
 		containers: map[string]*Container{}, errs: map[[2]string]uint64{}, apps: map[string]*appEntry{},
 		wake: make(chan struct{}, 1), lookups: make(chan string, 64),
