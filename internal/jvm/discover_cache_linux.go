@@ -37,19 +37,23 @@ type discovery struct {
 	// roots listed in full, reused the scans that found nothing could have
 	// changed; for tests.
 	inspected, relisted, reused int
-	ids                         identityCache
+	ids                         identityReader
 }
 
 // discovered is what discovery knows of one pid.
 type discovered struct {
-	root  *rootKey // nil when the process cannot be inspected
-	nspid int      // its pid in its own namespace; 0 until asked for
-	gen   uint64   // last scan that saw it
+	root      *rootKey // nil when the process cannot be inspected
+	inspected bool     // root was looked at
+	nspid     int      // its pid in its own namespace; 0 until asked for
+	gen       uint64   // last scan that saw it
+	// id is who the process is, read once per process and program
+	// (identity); nil until asked for.
+	id *identityEntry
 }
 
 func newDiscovery(procPath string) *discovery {
 	return &discovery{procPath: procPath, roots: map[rootKey]*rootKey{}, pids: map[int]*discovered{}, listings: map[*rootKey]*listing{},
-		ids: newIdentityCache(procPath)}
+		ids: newIdentityReader(procPath)}
 }
 
 // find returns the candidates among the processes of table, as
@@ -98,8 +102,12 @@ func (d *discovery) group(table *procmem.ProcessTable, dirfd int) (map[*rootKey]
 			continue
 		}
 		e := d.pids[pid]
-		if e == nil || table.Recheck(pid) {
-			e = &discovered{}
+		if e == nil || !e.inspected || table.Recheck(pid) {
+			next := &discovered{inspected: true}
+			if e != nil {
+				next.id = e.id // identity checks the process and program itself
+			}
+			e = next
 			d.inspected++
 			if key, ok := processRoot(dirfd, strconv.Itoa(pid), link); ok {
 				e.root = d.intern(key)
@@ -124,8 +132,26 @@ func (d *discovery) group(table *procmem.ProcessTable, dirfd int) (map[*rootKey]
 }
 
 // identity is who the process p is: its owner, command line and
-// environment, read once per process and program.
-func (d *discovery) identity(p procmem.Process) (identityEntry, error) { return d.ids.get(p) }
+// environment, read once per process and program (pid, start time,
+// command name: an exec keeps the first two): /proc/<pid>/status alone
+// costs more to produce than the hsperfdata file it guards. It is kept
+// with the pid, and forgotten with it.
+func (d *discovery) identity(p procmem.Process) (identityEntry, error) {
+	e := d.pids[p.PID]
+	if e != nil && e.id != nil && e.id.start.Equal(p.StartTime) && e.id.comm == p.Comm {
+		return *e.id, nil
+	}
+	id, keep, err := d.ids.read(p)
+	if err != nil || !keep {
+		return id, err
+	}
+	if e == nil {
+		e = &discovered{gen: d.gen}
+		d.pids[p.PID] = e
+	}
+	e.id = &id
+	return id, nil
+}
 
 // root is the JVM pid's view of /tmp, nil when unknown: JVMs with the same
 // root and user share a hsperfdata directory.

@@ -10,17 +10,16 @@ import (
 	"github.com/executor-exporter/executor_exporter/internal/procmem"
 )
 
-// identityCache keeps what a process's files say about who it is, read once
-// per process and program.
-type identityCache struct {
+// identityReader reads what a process's files say about who it is;
+// discovery keeps it with the process (discovered.id).
+type identityReader struct {
 	procPath string
 	fs       procfs.FS
-	byPID    map[int]identityEntry
 }
 
-func newIdentityCache(procPath string) identityCache {
-	fs, _ := procfs.NewFS(procPath) // NewTracker checked it; a bad path fails each get
-	return identityCache{procPath: procPath, fs: fs, byPID: map[int]identityEntry{}}
+func newIdentityReader(procPath string) identityReader {
+	fs, _ := procfs.NewFS(procPath) // NewTracker checked it; a bad path fails each read
+	return identityReader{procPath: procPath, fs: fs}
 }
 
 type identityEntry struct {
@@ -34,26 +33,22 @@ type identityEntry struct {
 	noCounters string
 }
 
-// get reads what does not change while a process runs one program —
-// its effective uid, command line and environment — once per process and
-// program (pid, start time, command name: an exec keeps the first two):
-// /proc/<pid>/status alone costs more to produce than the hsperfdata file
-// it guards.
-func (c *identityCache) get(p procmem.Process) (identityEntry, error) {
+// read reads what does not change while a process runs one program — its
+// effective uid, command line and environment. keep says whether it may
+// be kept for the process and program (pid, start time, command name: an
+// exec keeps the first two).
+func (c identityReader) read(p procmem.Process) (e identityEntry, keep bool, err error) {
 	pid := p.PID
-	if e, ok := c.byPID[pid]; ok && e.start.Equal(p.StartTime) && e.comm == p.Comm {
-		return e, nil
-	}
 	proc, err := c.fs.Proc(pid)
 	if err != nil {
-		return identityEntry{}, err
+		return identityEntry{}, false, err
 	}
 	status, err := proc.NewStatus()
 	if err != nil {
-		return identityEntry{}, err
+		return identityEntry{}, false, err
 	}
 	dir := filepath.Join(c.procPath, strconv.Itoa(pid))
-	e := identityEntry{start: p.StartTime, comm: p.Comm, euid: uint32(status.UIDs[1]), cmd: Command{Role: RoleJVM}}
+	e = identityEntry{start: p.StartTime, comm: p.Comm, euid: uint32(status.UIDs[1]), cmd: Command{Role: RoleJVM}}
 	b, err := readTruncated(filepath.Join(dir, "cmdline"), maxCmdlineBytes)
 	if err == nil {
 		e.cmd = ParseCmdline(b)
@@ -62,7 +57,7 @@ func (c *identityCache) get(p procmem.Process) (identityEntry, error) {
 	// kernel names it after the new program before it lays out the new
 	// arguments) or one that exited: what it says now is not kept, and
 	// the next scan asks again.
-	cache := err != nil || len(b) > 0
+	keep = err != nil || len(b) > 0
 	// environ is readable only with ptrace access; without it the command
 	// line alone decides.
 	var env Environment
@@ -72,19 +67,5 @@ func (c *identityCache) get(p procmem.Process) (identityEntry, error) {
 		e.pod = env.PodName
 	}
 	e.noCounters = NoCounters(e.cmd, env)
-	if cache {
-		c.byPID[pid] = e
-	}
-	return e, nil
-}
-
-// forget drops the processes the table no longer knows (without reading:
-// a pid gone is forgotten by the next listing of every process at the
-// latest; a pid reused is read again by get).
-func (c *identityCache) forget(table *procmem.ProcessTable) {
-	for pid := range c.byPID {
-		if _, ok := table.Seen(pid); !ok {
-			delete(c.byPID, pid)
-		}
-	}
+	return e, keep, nil
 }

@@ -27,8 +27,8 @@ import (
 //     new JVM starts a new record in its place (records.of).
 //
 // Its breakdown by region (native) is read by a loop of its own
-// (nativeReader). Who the process is lives apart, in discovery's identity
-// cache, which also names processes that are no JVM.
+// (nativeReader). Who the process is lives apart, with what discovery
+// knows of every process (discovered), JVM or not.
 type record struct {
 	start time.Time
 	// ticks is the last hsperfdata reading (reader.read); zero before

@@ -43,7 +43,6 @@ func (t *Tracker) scan(all bool) (view View, made bool, err error) {
 	view.Ended = t.recs.ended(now, t.cfg.EndedRetention)
 	t.scanned(now, view, gone)
 
-	t.found.ids.forget(table)
 	t.read.closeUnusedCgroups(kept)
 	for k, at := range t.loggedAt {
 		if now.Sub(at) > logEvery {
