@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the tests run for real, from Debian's packages, when it is
 # missing: promtool + prometheus, alertmanager, the JDK's java/javac/jstat,
-# kubectl, chromium, and what the VM tests (test/vm) boot a kernel with.
+# kubectl, chromium, what the VM tests (test/vm) boot a kernel with, and
+# what test/systemd boots Debian's systemd with.
 # CI machines are fresh, so the package lists are updated first.
 set -euo pipefail
 
@@ -26,6 +27,11 @@ command -v chromium >/dev/null 2>&1 || need+=(chromium)
 # the busybox must be static, as nothing else is in the initramfs.
 command -v qemu-system-x86_64 >/dev/null 2>&1 || need+=(qemu-system-x86)
 dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' || need+=(busybox-static)
+
+# test/systemd builds a Debian root with debootstrap and boots its systemd
+# with systemd-nspawn.
+command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
+command -v systemd-nspawn >/dev/null 2>&1 || need+=(systemd-container)
 
 if [ ${#need[@]} -eq 0 ]; then
   echo "test dependencies: all present"
