@@ -66,7 +66,8 @@ ETCD_VERSION         ?= v3.7.3
 PROMETHEUS_OPERATOR_VERSION ?= v0.85.0
 KUBE_DIR := $(TOOLS_DIR)/kube-$(KUBE_VERSION)-etcd-$(ETCD_VERSION)-promop-$(PROMETHEUS_OPERATOR_VERSION)
 
-.PHONY: all build run test test-unit test-vm test-deps check-metrics fmt vet lint fuzz mixin mixin-check prometheus3 helm otelcol kube systemd-root release-standin test-systemd scenarios fleet demo clean
+.PHONY: all build run test test-unit test-vm test-deps check-metrics fmt vet lint fuzz mixin mixin-check prometheus3 helm otelcol kube systemd-root test-systemd scenarios fleet demo clean
+.PHONY: release-tools release release-check-tag image image-archive image-push chart-package chart-push registry-login github-release lint-workflows
 
 all: fmt vet build test
 
@@ -80,9 +81,10 @@ run: build
 # Everything CI checks: Debian test dependencies, formatting, vet, the
 # mixin's generated files and rule tests, and every Go test (unit, fuzz
 # seeds, real JVMs, real OOM kill, real Prometheus + Alertmanager) with -race.
-test: test-deps fmt-check vet build prometheus3 helm otelcol kube mixin-check systemd-root release-standin
+test: test-deps fmt-check vet build prometheus3 helm otelcol kube mixin-check lint-workflows release image systemd-root
 	mkdir -p $(ARTIFACTS)
-	EXPORTER_BIN=$(PREFIX)/$(BIN) PROMETHEUS3=$(PROMETHEUS3) HELM=$(HELM) OTELCOL=$(OTELCOL) KUBE_DIR=$(KUBE_DIR) SYSTEMD_ROOT=$(SYSTEMD_ROOT) RELEASE_ARCHIVE=$(RELEASE_ARCHIVE) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -artifacts -outputdir $(ARTIFACTS) ./...
+	EXPORTER_BIN=$(PREFIX)/$(BIN) PROMETHEUS3=$(PROMETHEUS3) HELM=$(HELM) OTELCOL=$(OTELCOL) KUBE_DIR=$(KUBE_DIR) \
+	  $(RELEASE_TEST_ENV) $(NODE_TEST_ENV) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -artifacts -outputdir $(ARTIFACTS) ./...
 
 # Unit tests only: no binary, no root, no packages to install.
 test-unit:
@@ -114,6 +116,7 @@ fmt-check:
 vet:
 	$(GO) vet ./...
 	GOOS=darwin $(GO) vet ./internal/...
+	cd tools && $(GO) vet ./...
 
 # golangci-lint is not vendored; `go run` fetches the pinned version.
 lint: vet
@@ -167,7 +170,126 @@ kube: $(KUBE_DIR)/kube-apiserver
 $(KUBE_DIR)/kube-apiserver:
 	GO=$(GO) ./scripts/build-kube.sh $(KUBE_DIR) $(KUBE_VERSION) $(KUBE_STAGING_VERSION) $(ETCD_VERSION) $(PROMETHEUS_OPERATOR_VERSION)
 
-# ---- Where users run it: the unit under Debian's systemd (test/systemd) ----
+##### Release: archives, image, publishing (docs/releasing.md) #####
+# promu, crane and actionlint at the versions tools/go.mod pins (its `tool`
+# lines), and tools/ociimage, which writes the image with
+# go-containerregistry: built from that module into the cache, in a
+# directory named after its contents; about 4 minutes cold.
+RELEASE_TOOLS_DIR := $(TOOLS_DIR)/release-tools-$(shell cat tools/go.mod tools/go.sum tools/ociimage/*.go 2>/dev/null | sha256sum | cut -c1-12)
+PROMU      := $(RELEASE_TOOLS_DIR)/promu
+CRANE      := $(RELEASE_TOOLS_DIR)/crane
+ACTIONLINT := $(RELEASE_TOOLS_DIR)/actionlint
+OCIIMAGE   := $(RELEASE_TOOLS_DIR)/ociimage
+
+# The commit's time: every date in a release build (the binaries' build
+# date, the image's timestamps), so one commit gives the same image.
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+RELEASE_PLATFORMS ?= linux/amd64 linux/arm64
+IMAGE_NAME  ?= ghcr.io/executor-exporter/executor_exporter
+IMAGE_TAG   ?= v$(VERSION)
+OCI_ARCHIVE ?= .tarballs/$(BIN)-$(VERSION).oci.tar
+# Where image-push and chart-push publish: $(REGISTRY)/executor_exporter
+# and oci://$(REGISTRY)/charts. HELM_PUSH_FLAGS=--plain-http for a local
+# registry over HTTP (crane speaks HTTP to 127.0.0.1 and localhost itself).
+REGISTRY    ?= ghcr.io/executor-exporter
+HELM_PUSH_FLAGS ?=
+CHART_DIR     := deploy/helm/executor-exporter
+CHART_PACKAGE := .tarballs/executor-exporter-$(VERSION).tgz
+RELEASE_ARCHIVES := $(foreach p,$(RELEASE_PLATFORMS),.tarballs/$(BIN)-$(VERSION).$(subst /,-,$(p)).tar.gz)
+# What the GitHub release carries; DRY_RUN=1 lists it instead of uploading.
+GITHUB_RELEASE_FILES := $(RELEASE_ARCHIVES) .tarballs/sha256sums.txt
+DRY_RUN ?=
+# What `make test` hands test/release and deploy/yarn_test.go.
+RELEASE_TEST_ENV = RELEASE_DIR=$(PREFIX)/.tarballs OCI_ARCHIVE=$(abspath $(OCI_ARCHIVE)) CRANE=$(CRANE) \
+  TOOLS_DIR=$(TOOLS_DIR) SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH)
+
+# promu names the archives after the git remote's repository; a clone of a
+# clone, a worktree or a fork would name them otherwise. Its git commands
+# see the project's URL as origin's, and origin as the branch's remote.
+PROMU_ENV := GIT_CONFIG_COUNT=2 \
+  GIT_CONFIG_KEY_0=remote.origin.url GIT_CONFIG_VALUE_0=https://github.com/executor-exporter/executor_exporter \
+  GIT_CONFIG_KEY_1=branch.$(BRANCH).remote GIT_CONFIG_VALUE_1=origin
+
+release-tools: $(OCIIMAGE)
+
+$(OCIIMAGE):
+	cd tools && GOBIN=$(RELEASE_TOOLS_DIR) $(GO) install tool ./ociimage
+
+# promu builds each platform without Docker (its crossbuild runs in
+# containers), then makes the archives and sha256sums.txt as a crossbuild
+# would: .tarballs/executor_exporter-$(VERSION).linux-<arch>.tar.gz. Starts
+# .build and .tarballs afresh.
+release: release-tools
+	rm -rf .build .tarballs
+	@set -e; for p in $(RELEASE_PLATFORMS); do \
+	  echo ">> promu build $$p"; \
+	  GOOS=$${p%/*} GOARCH=$${p#*/} SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(PROMU_ENV) $(PROMU) build --prefix .build/$${p%/*}-$${p#*/}; \
+	done
+	$(PROMU_ENV) $(PROMU) crossbuild tarballs
+	$(PROMU_ENV) $(PROMU) checksum .tarballs
+
+# The multi-arch image of the binaries `make release` built, as an OCI
+# archive (tools/ociimage); image-archive alone rewrites it from .build.
+image: release
+	$(MAKE) image-archive
+
+image-archive: release-tools
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(OCIIMAGE) -name $(IMAGE_NAME):$(IMAGE_TAG) \
+	  $(foreach p,$(RELEASE_PLATFORMS),-binary $(p)=.build/$(subst /,-,$(p))/$(BIN)) \
+	  -label org.opencontainers.image.title=$(BIN) \
+	  -label org.opencontainers.image.description="Prometheus exporter for JVM / Spark executor memory, cloud identity and OOM kills" \
+	  -label org.opencontainers.image.source=https://github.com/executor-exporter/executor_exporter \
+	  -label org.opencontainers.image.version=$(VERSION) \
+	  -label org.opencontainers.image.revision=$(REVISION) \
+	  -label org.opencontainers.image.licenses=Apache-2.0 \
+	  -o $(OCI_ARCHIVE)
+
+# Pushes the OCI archive's index, both platforms, as
+# $(REGISTRY)/executor_exporter:$(IMAGE_TAG), with the credentials in
+# ~/.docker/config.json.
+image-push: release-tools
+	@test -f $(OCI_ARCHIVE) || { echo "$(OCI_ARCHIVE) missing: run make image" >&2; exit 1; }
+	dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && tar -xf $(OCI_ARCHIVE) -C "$$dir" && \
+	  $(CRANE) push "$$dir" $(REGISTRY)/executor_exporter:$(IMAGE_TAG)
+
+# The chart, versioned as the release (chart and appVersion: the image tag
+# follows), into .tarballs.
+chart-package: helm
+	mkdir -p .tarballs
+	$(HELM) package $(CHART_DIR) --version $(VERSION) --app-version $(VERSION) --destination .tarballs
+
+chart-push: helm
+	@test -f $(CHART_PACKAGE) || { echo "$(CHART_PACKAGE) missing: run make chart-package" >&2; exit 1; }
+	$(HELM) push $(CHART_PACKAGE) oci://$(REGISTRY)/charts $(HELM_PUSH_FLAGS)
+
+# The release workflow's tag must be the VERSION file's.
+release-check-tag:
+	@test "$(TAG)" = "v$(VERSION)" || { echo "tag $(TAG) is not v$(VERSION) (the VERSION file): bump VERSION or tag v$(VERSION)" >&2; exit 1; }
+
+# Stores REGISTRY_USER's REGISTRY_PASSWORD for $(REGISTRY)'s host, where
+# crane (~/.docker/config.json) and helm (its registry config) read it;
+# helm logs in, over HTTPS (HELM_LOGIN_FLAGS=--insecure: any certificate).
+REGISTRY_HOST = $(firstword $(subst /, ,$(REGISTRY)))
+HELM_LOGIN_FLAGS ?=
+registry-login: release-tools helm
+	@test -n "$$REGISTRY_USER" && test -n "$$REGISTRY_PASSWORD" || { echo "REGISTRY_USER and REGISTRY_PASSWORD must be set" >&2; exit 1; }
+	@printf '%s' "$$REGISTRY_PASSWORD" | $(CRANE) auth login $(REGISTRY_HOST) -u "$$REGISTRY_USER" --password-stdin
+	@printf '%s' "$$REGISTRY_PASSWORD" | $(HELM) registry login $(REGISTRY_HOST) -u "$$REGISTRY_USER" --password-stdin $(HELM_LOGIN_FLAGS)
+
+# The GitHub release of tag v$(VERSION) with the archives and
+# sha256sums.txt, by GitHub's CLI (gh, on GitHub's runners; GH_TOKEN).
+github-release:
+	@for f in $(GITHUB_RELEASE_FILES); do test -f $$f || { echo "$$f missing: run make release" >&2; exit 1; }; done
+	@if [ -n "$(DRY_RUN)" ]; then printf '%s\n' $(GITHUB_RELEASE_FILES); else \
+	  gh release create v$(VERSION) --verify-tag --title "executor_exporter $(VERSION)" --generate-notes $(GITHUB_RELEASE_FILES); fi
+
+# The workflows under .github/workflows, with shellcheck for their run:
+# scripts when it is installed (scripts/install-test-deps.sh installs it).
+lint-workflows: release-tools
+	$(ACTIONLINT) -no-color
+##### end of release #####
+
+##### Where users run it: the unit under Debian's systemd (test/systemd) #####
 # A Debian root with Debian's systemd, which test/systemd boots with
 # systemd-nspawn (Debian's systemd-container) and installs the release
 # archive into: debootstrap from the mirror apt uses, into the cache, once
@@ -184,18 +306,14 @@ systemd-root: $(SYSTEMD_ROOT)/etc/os-release
 $(SYSTEMD_ROOT)/etc/os-release:
 	./scripts/build-systemd-root.sh $(SYSTEMD_ROOT) $(SYSTEMD_ROOT_SUITE)
 
-# Stands in for `make release` until it exists: the archive's layout, from
-# `make build` and deploy/systemd.
-release-standin: build
-	rm -rf .tarballs/standin && mkdir -p .tarballs/standin/$(BIN)-$(VERSION).linux-$(shell $(GO) env GOARCH)
-	cp $(BIN) LICENSE deploy/systemd/executor_exporter.service deploy/systemd/executor_exporter.default .tarballs/standin/$(BIN)-$(VERSION).linux-$(shell $(GO) env GOARCH)/
-	tar -C .tarballs/standin -czf $(RELEASE_ARCHIVE) $(BIN)-$(VERSION).linux-$(shell $(GO) env GOARCH)
-	rm -rf .tarballs/standin
+# What `make test` hands test/systemd (and test-systemd).
+NODE_TEST_ENV = SYSTEMD_ROOT=$(SYSTEMD_ROOT) RELEASE_ARCHIVE=$(RELEASE_ARCHIVE)
 
 # test/systemd alone (also part of `make test`).
-test-systemd: test-deps systemd-root release-standin
+test-systemd: test-deps systemd-root release
 	mkdir -p $(ARTIFACTS)
-	SYSTEMD_ROOT=$(SYSTEMD_ROOT) RELEASE_ARCHIVE=$(RELEASE_ARCHIVE) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -v ./test/systemd/
+	$(NODE_TEST_ENV) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -v ./test/systemd/
+##### end of where users run it #####
 
 # The alert scenarios (test/e2e/scenarios_test.go): real JVMs in memory
 # cgroups, the exporter, Prometheus 3 with the shipped rules, Alertmanager;
@@ -221,4 +339,4 @@ demo: build
 	./deploy/prometheus/demo.sh
 
 clean:
-	rm -f $(BIN)
+	rm -rf $(BIN) .build .tarballs

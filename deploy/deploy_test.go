@@ -1,7 +1,6 @@
 package deploy
 
 import (
-	"bufio"
 	"bytes"
 	"os"
 	"os/exec"
@@ -116,62 +115,6 @@ func TestPrometheusRuleIsFresh(t *testing.T) {
 	promtool := testenv.RequireTool(t, "promtool")
 	if out, err := exec.Command(promtool, "check", "rules", file).CombinedOutput(); err != nil {
 		t.Fatalf("promtool check rules on the PrometheusRule's groups: %v\n%s", err, out)
-	}
-}
-
-func TestDockerfile(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "Dockerfile"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var froms, copies []string
-	instr := map[string]string{}
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		word, rest, _ := strings.Cut(line, " ")
-		switch word = strings.ToUpper(word); word {
-		case "FROM":
-			froms = append(froms, rest)
-		case "COPY":
-			copies = append(copies, rest)
-		}
-		instr[word] = rest // the last one counts, as in the final stage
-	}
-	if len(froms) < 2 {
-		t.Fatalf("want a build stage and a runtime stage, got FROM %v", froms)
-	}
-	final := froms[len(froms)-1]
-	if !strings.HasPrefix(final, "gcr.io/distroless/static") {
-		t.Errorf("runtime stage is %q, want distroless/static: the binary is static (CGO_ENABLED=0)", final)
-	}
-	if u := instr["USER"]; u == "" || strings.HasPrefix(u, "0") || strings.HasPrefix(u, "root") {
-		t.Errorf("USER %q: the image runs as non-root; the DaemonSet opts into uid 0", u)
-	}
-	if instr["EXPOSE"] != "9482" {
-		t.Errorf("EXPOSE %q, want the default port 9482", instr["EXPOSE"])
-	}
-	if instr["ENTRYPOINT"] != `["/bin/executor_exporter"]` {
-		t.Errorf("ENTRYPOINT %s", instr["ENTRYPOINT"])
-	}
-	if !slices.ContainsFunc(copies, func(c string) bool { return strings.HasSuffix(c, " /bin/executor_exporter") }) {
-		t.Errorf("no COPY of the binary to /bin/executor_exporter in %v", copies)
-	}
-
-	// The builder's Go is the one go.mod asks for.
-	gomod, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "go.mod"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile(`(?m)^go (\d+\.\d+)`).FindSubmatch(gomod)
-	if m == nil {
-		t.Fatal("no go directive in go.mod")
-	}
-	if !bytes.Contains(raw, []byte("ARG GO_VERSION="+string(m[1])+"\n")) {
-		t.Errorf("Dockerfile GO_VERSION is not go.mod's %s", m[1])
 	}
 }
 

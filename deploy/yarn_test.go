@@ -2,8 +2,9 @@ package deploy
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
+	"debug/elf"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,36 +16,19 @@ import (
 	"github.com/executor-exporter/executor_exporter/internal/testenv"
 )
 
-// yarnRelease lays out what a user uploads next to the script: the
-// exporter binary and the systemd unit and defaults, as released.
-func yarnRelease(t *testing.T) (dir, sum string) {
+// serveRelease serves dir as a release URL over HTTP, as GitHub serves a
+// release's assets.
+func serveRelease(t *testing.T, dir string) string {
 	t.Helper()
-	dir = t.TempDir()
-	bin, err := os.ReadFile(testenv.ExporterBinary(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := map[string][]byte{"executor_exporter": bin}
-	for _, f := range []string{"executor_exporter.service", "executor_exporter.default"} {
-		b, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "deploy", "systemd", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		files[f] = b
-	}
-	for name, b := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	h := sha256.Sum256(bin)
-	return dir, hex.EncodeToString(h[:])
+	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
 
 // runYARNScript runs an install script against a temporary root with a
-// systemctl that records its calls; it returns the root, the calls file
-// and the script's error.
-func runYARNScript(t *testing.T, script string, env []string, args ...string) (root, calls string, err error) {
+// systemctl that records its calls; it returns the root, the calls file,
+// the script's output and its error.
+func runYARNScript(t *testing.T, script string, env []string, args ...string) (root, calls, out string, err error) {
 	t.Helper()
 	root = t.TempDir()
 	calls = filepath.Join(t.TempDir(), "systemctl.log")
@@ -54,13 +38,13 @@ func runYARNScript(t *testing.T, script string, env []string, args ...string) (r
 	}
 	cmd := exec.Command("bash", append([]string{filepath.Join(testenv.RepoRoot(), "deploy", "yarn", script)}, args...)...)
 	cmd.Env = append(os.Environ(), append(env, "EXECUTOR_EXPORTER_ROOT="+root, "SYSTEMCTL="+fake, "EXECUTOR_EXPORTER_WAIT_SECONDS=0.05")...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	var b bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &b, &b
 	err = cmd.Run()
 	if err != nil {
-		t.Logf("%s: %v\n%s", script, err, out.String())
+		t.Logf("%s: %v\n%s", script, err, b.String())
 	}
-	return root, calls, err
+	return root, calls, b.String(), err
 }
 
 func readCalls(t *testing.T, calls string) string {
@@ -73,9 +57,10 @@ func readCalls(t *testing.T, calls string) string {
 }
 
 // checkYARNInstall: the binary, unit and defaults are installed with their
-// modes, the unit is the repository's, and ARGS holds the YARN flags (each
-// a flag the exporter has).
-func checkYARNInstall(t *testing.T, root string, wantArgs ...string) {
+// modes, the binary is the archive's for machine, the unit is the
+// repository's, and ARGS holds the YARN flags (each a flag the exporter
+// has).
+func checkYARNInstall(t *testing.T, root string, machine elf.Machine, wantArgs ...string) {
 	t.Helper()
 	for path, mode := range map[string]os.FileMode{
 		"usr/local/bin/executor_exporter":              0o755,
@@ -108,20 +93,32 @@ func checkYARNInstall(t *testing.T, root string, wantArgs ...string) {
 		}
 	}
 	checkFlagsExist(t, "installed ARGS", args)
-	// The installed binary is the one given, and runs.
-	if out, err := exec.Command(filepath.Join(root, "usr/local/bin/executor_exporter"), "--version").CombinedOutput(); err != nil {
-		t.Errorf("installed binary: %v: %s", err, out)
+	bin := filepath.Join(root, "usr/local/bin/executor_exporter")
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatalf("installed binary: %v", err)
+	}
+	defer f.Close()
+	if f.Machine != machine {
+		t.Errorf("installed binary is for %v, want %v", f.Machine, machine)
+	}
+	// The one this machine runs reports the release's version.
+	if machine == elf.EM_X86_64 {
+		out, err := exec.Command(bin, "--version").CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "version "+testenv.Version(t)+" ") {
+			t.Errorf("installed binary --version: %v: %s", err, out)
+		}
 	}
 }
 
 func TestEMRBootstrap(t *testing.T) {
-	release, sum := yarnRelease(t)
-	root, calls, err := runYARNScript(t, "emr-bootstrap.sh", nil,
-		"--source", release, "--sha256", sum, "--args", "--jvm.sample-interval=15s")
+	url := serveRelease(t, testenv.ReleaseDir(t))
+	root, calls, _, err := runYARNScript(t, "emr-bootstrap.sh", []string{"EXECUTOR_EXPORTER_MACHINE=x86_64"},
+		"--release-url", url, "--args", "--jvm.sample-interval=15s")
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkYARNInstall(t, root, "--yarn.conf-dir=/etc/hadoop/conf", "--web.listen-address=:9482", "--jvm.sample-interval=15s")
+	checkYARNInstall(t, root, elf.EM_X86_64, "--yarn.conf-dir=/etc/hadoop/conf", "--web.listen-address=:9482", "--jvm.sample-interval=15s")
 	if got := readCalls(t, calls); got != "daemon-reload\nenable --now executor_exporter\n" {
 		t.Errorf("systemctl calls %q", got)
 	}
@@ -139,37 +136,103 @@ func TestEMRBootstrap(t *testing.T) {
 	})
 }
 
-func TestDataprocInit(t *testing.T) {
-	release, sum := yarnRelease(t)
-	root, calls, err := runYARNScript(t, "dataproc-init.sh",
-		[]string{"EXECUTOR_EXPORTER_SOURCE=file://" + release, "EXECUTOR_EXPORTER_SHA256=" + sum})
+// A Graviton node gets the arm64 archive; the release URL may also be a
+// directory (an S3 prefix copied to the node, or a mounted mirror).
+func TestEMRBootstrapARM64(t *testing.T) {
+	root, _, _, err := runYARNScript(t, "emr-bootstrap.sh", []string{"EXECUTOR_EXPORTER_MACHINE=aarch64"},
+		"--release-url", testenv.ReleaseDir(t), "--version", testenv.Version(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkYARNInstall(t, root, "--yarn.conf-dir=/etc/hadoop/conf", "--web.listen-address=:9482")
-	if got := readCalls(t, calls); got != "daemon-reload\nenable --now executor_exporter\n" {
-		t.Errorf("systemctl calls %q", got)
+	checkYARNInstall(t, root, elf.EM_AARCH64, "--yarn.conf-dir=/etc/hadoop/conf")
+}
+
+func TestDataprocInit(t *testing.T) {
+	url := serveRelease(t, testenv.ReleaseDir(t))
+	for machine, want := range map[string]elf.Machine{"x86_64": elf.EM_X86_64, "aarch64": elf.EM_AARCH64} {
+		root, calls, _, err := runYARNScript(t, "dataproc-init.sh",
+			[]string{"EXECUTOR_EXPORTER_RELEASE_URL=" + url, "EXECUTOR_EXPORTER_MACHINE=" + machine})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkYARNInstall(t, root, want, "--yarn.conf-dir=/etc/hadoop/conf", "--web.listen-address=:9482")
+		if got := readCalls(t, calls); got != "daemon-reload\nenable --now executor_exporter\n" {
+			t.Errorf("%s: systemctl calls %q", machine, got)
+		}
 	}
 }
 
-// A binary that is not the one named, or no source: nothing installed,
-// nothing started.
+// Each script installs, by default, the release it comes from: the
+// VERSION file's.
+func TestYARNScriptsDefaultVersion(t *testing.T) {
+	want := testenv.Version(t)
+	re := regexp.MustCompile(`(?m)^\s*version="(?:\$\{version:-)?([0-9][^"}]*)\}?"$`)
+	for _, script := range []string{"emr-bootstrap.sh", "dataproc-init.sh"} {
+		b, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "deploy", "yarn", script))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := re.FindSubmatch(b)
+		if m == nil {
+			t.Errorf("%s: no default version", script)
+			continue
+		}
+		if string(m[1]) != want {
+			t.Errorf("%s installs %s by default; VERSION is %s", script, m[1], want)
+		}
+	}
+}
+
+// An archive that does not match sha256sums.txt, a release without the
+// node's archive, a machine without a release: a clear error, nothing
+// installed, nothing started.
 func TestYARNScriptsRefuse(t *testing.T) {
-	release, _ := yarnRelease(t)
-	wrong := strings.Repeat("0", 64)
+	release := testenv.ReleaseDir(t)
+	version := testenv.Version(t)
+	amd64 := "executor_exporter-" + version + ".linux-amd64.tar.gz"
+
+	// A release whose sha256sums.txt gives the amd64 archive another sum.
+	bad := t.TempDir()
+	archive, err := os.ReadFile(filepath.Join(release, amd64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bad, amd64), archive, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bad, "sha256sums.txt"), []byte(strings.Repeat("0", 64)+"  "+amd64+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	badURL := serveRelease(t, bad)
+	// A release without any sum for it.
+	unlisted := t.TempDir()
+	if err := os.WriteFile(filepath.Join(unlisted, amd64), archive, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(unlisted, "sha256sums.txt"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	goodURL := serveRelease(t, release)
+
 	for _, tc := range []struct {
 		script string
 		env    []string
 		args   []string
+		want   string
 	}{
-		{"emr-bootstrap.sh", nil, []string{"--source", release, "--sha256", wrong}},
-		{"emr-bootstrap.sh", nil, nil},
-		{"dataproc-init.sh", []string{"EXECUTOR_EXPORTER_SOURCE=" + release, "EXECUTOR_EXPORTER_SHA256=" + wrong}, nil},
-		{"dataproc-init.sh", []string{"EXECUTOR_EXPORTER_SOURCE=" + filepath.Join(release, "missing")}, nil},
+		{"emr-bootstrap.sh", []string{"EXECUTOR_EXPORTER_MACHINE=x86_64"}, []string{"--release-url", badURL}, "does not match its SHA-256 in sha256sums.txt"},
+		{"dataproc-init.sh", []string{"EXECUTOR_EXPORTER_MACHINE=x86_64", "EXECUTOR_EXPORTER_RELEASE_URL=" + badURL}, nil, "does not match its SHA-256 in sha256sums.txt"},
+		{"emr-bootstrap.sh", []string{"EXECUTOR_EXPORTER_MACHINE=x86_64"}, []string{"--release-url", unlisted}, "sha256sums.txt lists no " + amd64},
+		{"emr-bootstrap.sh", []string{"EXECUTOR_EXPORTER_MACHINE=x86_64"}, []string{"--release-url", goodURL, "--version", "9.9.9"}, "404"},
+		{"dataproc-init.sh", []string{"EXECUTOR_EXPORTER_MACHINE=riscv64", "EXECUTOR_EXPORTER_RELEASE_URL=" + goodURL}, nil, "no executor_exporter release for machine riscv64"},
+		{"emr-bootstrap.sh", nil, []string{"--release-url"}, ""},
 	} {
-		root, calls, err := runYARNScript(t, tc.script, tc.env, tc.args...)
+		root, calls, out, err := runYARNScript(t, tc.script, tc.env, tc.args...)
 		if err == nil {
 			t.Errorf("%s %v %v: succeeded", tc.script, tc.env, tc.args)
+		}
+		if !strings.Contains(out, tc.want) {
+			t.Errorf("%s %v %v: output lacks %q:\n%s", tc.script, tc.env, tc.args, tc.want, out)
 		}
 		if _, err := os.Stat(filepath.Join(root, "usr/local/bin/executor_exporter")); err == nil {
 			t.Errorf("%s %v %v: installed the binary", tc.script, tc.env, tc.args)

@@ -2,7 +2,8 @@
 # Installs what the tests run for real, from Debian's packages, when it is
 # missing: promtool + prometheus, alertmanager, the JDK's java/javac/jstat,
 # kubectl, chromium, what the VM tests (test/vm) boot a kernel with, and
-# what test/systemd boots Debian's systemd with.
+# what the release tests (test/release) run the image with, and what
+# test/systemd boots Debian's systemd with.
 # CI machines are fresh, so the package lists are updated first.
 set -euo pipefail
 
@@ -27,6 +28,12 @@ command -v chromium >/dev/null 2>&1 || need+=(chromium)
 # the busybox must be static, as nothing else is in the initramfs.
 command -v qemu-system-x86_64 >/dev/null 2>&1 || need+=(qemu-system-x86)
 dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' || need+=(busybox-static)
+# The release tests run the built image with runc (no daemon); the image
+# holds Debian's CA bundle; actionlint checks the workflows' run: scripts
+# with shellcheck.
+command -v runc >/dev/null 2>&1 || need+=(runc)
+[ -f /etc/ssl/certs/ca-certificates.crt ] || need+=(ca-certificates)
+command -v shellcheck >/dev/null 2>&1 || need+=(shellcheck)
 
 # test/systemd builds a Debian root with debootstrap and boots its systemd
 # with systemd-nspawn.

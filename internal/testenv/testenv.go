@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -112,4 +113,28 @@ func cpuTime(b *testing.B, who int) time.Duration {
 		b.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// ReleaseDir returns $RELEASE_DIR, where `make release` wrote the archives
+// and sha256sums.txt (.tarballs; `make test` sets it after making them).
+func ReleaseDir(t testing.TB) string {
+	t.Helper()
+	dir := os.Getenv("RELEASE_DIR")
+	if dir == "" {
+		Unavailable(t, "RELEASE_DIR is not set: run `make release` and set RELEASE_DIR=$PWD/.tarballs (make test does both)")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "sha256sums.txt")); err != nil {
+		t.Fatalf("RELEASE_DIR=%s holds no release: %v", dir, err)
+	}
+	return dir
+}
+
+// Version is the VERSION file's: the release being built.
+func Version(t testing.TB) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(RepoRoot(), "VERSION"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
 }
