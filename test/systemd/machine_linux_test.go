@@ -1,7 +1,7 @@
 // Package systemd runs the release archive's unit under Debian's systemd:
 // a Debian root (debootstrap, `make systemd-root`) booted with
-// `systemd-nspawn --boot`, the archive installed into it, the unit started
-// with `systemctl enable --now` as a dynamic user, another user's JVM read
+// `systemd-nspawn --boot`, the archive installed into it by the EMR
+// bootstrap action, the unit started as a dynamic user, another user's JVM read
 // through it, a kernel OOM kill seen by its oom collector, a restart and a
 // stop, and `systemd-analyze security`'s judgement of the unit.
 //
@@ -15,22 +15,26 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/executor-exporter/executor_exporter/internal/testenv"
 	"github.com/executor-exporter/executor_exporter/internal/testjvm"
 )
 
 // machine is a Debian root booted under systemd-nspawn: its own pid, mount,
-// ipc, uts and cgroup namespaces, the host's network. Its changes go to a
-// tmpfs (--volatile=overlay): the cached root is never written.
+// ipc, uts, cgroup and network namespaces (loopback only). Its changes go
+// to a tmpfs (--volatile=overlay): the cached root is never written.
 type machine struct {
 	name   string
 	leader int                  // host pid of the machine's systemd
@@ -80,7 +84,7 @@ func bootMachine(t *testing.T, root string, binds ...bind) *machine {
 	}
 
 	args := []string{"--boot", "--directory=" + root, "--volatile=overlay", "--machine=" + m.name,
-		"--register=no", "--keep-unit", "--console=pipe", "--link-journal=no",
+		"--register=no", "--keep-unit", "--console=pipe", "--link-journal=no", "--private-network",
 		"--resolv-conf=off", "--timezone=off", "--capability=CAP_SYSLOG", "--bind-ro=/dev/kmsg"}
 	for _, b := range binds {
 		dest := b.Dest
@@ -184,6 +188,33 @@ func (m *machine) startJVM(t *testing.T, user, jdkBin string, cg testenv.MemoryC
 	o.Wrapper = append(o.Wrapper, "setpriv", "--reuid="+user, "--regid="+user, "--clear-groups",
 		"env", "-i", "PATH="+jdkBin+":/usr/bin:/bin", "HOME=/")
 	return testjvm.Start(t, o)
+}
+
+// dial connects to address from inside the machine's network namespace:
+// a locked thread enters it and is thrown away after (the goroutine ends
+// locked).
+func (m *machine) dial(network, address string) (net.Conn, error) {
+	ns, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", m.leader))
+	if err != nil {
+		return nil, err
+	}
+	defer ns.Close()
+	type result struct {
+		conn net.Conn
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
+			done <- result{err: fmt.Errorf("entering the machine's network namespace: %w", err)}
+			return
+		}
+		c, err := net.DialTimeout(network, address, 10*time.Second)
+		done <- result{c, err}
+	}()
+	r := <-done
+	return r.conn, r.err
 }
 
 // removeTree removes a cgroup directory and the cgroups systemd made below

@@ -1,14 +1,17 @@
 package systemd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -36,8 +39,8 @@ const (
 )
 
 // TestUnitUnderSystemd installs the release archive into a Debian root
-// booted with its systemd, as docs/yarn.md and the unit's header say, and
-// runs it: a dynamic user with three ambient capabilities reads another
+// booted with its systemd, with the EMR bootstrap action (it checks the
+// archive against sha256sums.txt and enables the unit), and runs it: a dynamic user with three ambient capabilities reads another
 // user's JVM in full through /proc/<pid>/root; the oom collector reads
 // /dev/kmsg behind DevicePolicy=closed and counts a kernel kill; restart
 // and stop are clean; systemd-analyze security judges the running unit.
@@ -52,7 +55,8 @@ func TestUnitUnderSystemd(t *testing.T) {
 		t.Fatal(err)
 	}
 	jdkBin := jdkBinDir(t)
-	binds := []bind{{Src: filepath.Dir(archive), Dest: "/mnt/release"}, {Src: classes}, {Src: "/usr/lib/jvm"}}
+	binds := []bind{{Src: filepath.Dir(archive), Dest: "/mnt/release"}, {Src: filepath.Join(testenv.RepoRoot(), "deploy", "yarn"), Dest: "/mnt/yarn"},
+		{Src: classes}, {Src: "/usr/lib/jvm"}}
 	confs, _ := filepath.Glob("/etc/java-*-openjdk")
 	for _, c := range confs {
 		binds = append(binds, bind{Src: c})
@@ -62,18 +66,19 @@ func TestUnitUnderSystemd(t *testing.T) {
 		t.Logf("booted: %s", strings.SplitN(v, "\n", 2)[0])
 	}
 
-	// Installed as the unit's header and docs/yarn.md say, from the archive.
-	top := strings.TrimSuffix(filepath.Base(archive), ".tar.gz")
-	m.mustRun(t, "sh", "-ec", fmt.Sprintf(`cd /root && tar -xzf /mnt/release/%[1]s.tar.gz
-install -m 0755 %[1]s/executor_exporter /usr/local/bin/executor_exporter
-install -m 0644 %[1]s/executor_exporter.service /etc/systemd/system/executor_exporter.service
-install -m 0644 %[1]s/executor_exporter.default /etc/default/executor_exporter`, top))
-	// The host's network: a port of the test's own, and no cloud to ask.
-	addr := testenv.FreeAddr(t)
-	m.mustRun(t, "sh", "-ec", fmt.Sprintf(`echo 'ARGS="--web.listen-address=%s --cloud.provider=none --jvm.sample-interval=500ms"' >>/etc/default/executor_exporter`, addr))
-	m.mustRun(t, "systemctl", "daemon-reload")
-	m.mustRun(t, "systemctl", "enable", "--now", "executor_exporter.service")
-	e := &exporter{addr: addr}
+	// Installed by the EMR bootstrap action from the release's archive and
+	// sha256sums.txt, as docs/yarn.md says; it enables and starts the unit.
+	// The machine has a network of its own: :9482 is its.
+	version := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(archive), "executor_exporter-"), ".linux-"+runtime.GOARCH+".tar.gz")
+	out, err := m.run(t, "bash", "/mnt/yarn/emr-bootstrap.sh", "--version", version, "--release-url", "/mnt/release",
+		"--args", "--cloud.provider=none --jvm.sample-interval=500ms")
+	if err != nil {
+		t.Fatalf("emr-bootstrap.sh: %v\n%s", err, out)
+	}
+	if state, _ := m.run(t, "systemctl", "is-enabled", "executor_exporter.service"); strings.TrimSpace(state) != "enabled" {
+		t.Errorf("after the bootstrap action the unit is %q, want enabled", strings.TrimSpace(state))
+	}
+	e := newExporter(m, "127.0.0.1:9482")
 	defer func() {
 		if t.Failed() {
 			logs, _ := m.run(t, "journalctl", "-u", "executor_exporter", "--no-pager", "-n", "200")
@@ -82,8 +87,8 @@ install -m 0644 %[1]s/executor_exporter.default /etc/default/executor_exporter`,
 	}()
 	testenv.WaitFor(t, 60*time.Second, "the unit to serve /metrics", func() bool { return e.up() })
 	first := checkServiceProcess(t, m)
-	if v, ok := find(e.scrape(t), "executor_exporter_build_info", nil); !ok || v.labels["version"] != readVersion(t) {
-		t.Errorf("executor_exporter_build_info: %v (present %v), want version %s", v.labels, ok, readVersion(t))
+	if v, ok := find(e.scrape(t), "executor_exporter_build_info", nil); !ok || v.labels["version"] != version || v.labels["version"] != readVersion(t) {
+		t.Errorf("executor_exporter_build_info: %v (present %v), want version %s (VERSION, the archive's)", v.labels, ok, readVersion(t))
 	}
 
 	// Another user's executor, in a memory cgroup of its own.
@@ -330,11 +335,24 @@ func readVersion(t *testing.T) string {
 	return strings.TrimSpace(string(b))
 }
 
-// exporter is the unit's exporter, on the host's network.
-type exporter struct{ addr string }
+// exporter is the unit's exporter, in the machine's network namespace.
+type exporter struct {
+	addr   string
+	client *http.Client
+}
+
+// newExporter reaches addr in the network namespace of the machine.
+func newExporter(m *machine, addr string) *exporter {
+	return &exporter{addr: addr, client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		DisableKeepAlives: true,
+		DialContext: func(_ context.Context, network, address string) (net.Conn, error) {
+			return m.dial(network, address)
+		},
+	}}}
+}
 
 func (e *exporter) up() bool {
-	resp, err := http.Get("http://" + e.addr + "/metrics")
+	resp, err := e.client.Get("http://" + e.addr + "/metrics")
 	if err != nil {
 		return false
 	}
@@ -344,7 +362,7 @@ func (e *exporter) up() bool {
 
 func (e *exporter) scrape(t *testing.T) map[string]*dto.MetricFamily {
 	t.Helper()
-	resp, err := http.Get("http://" + e.addr + "/metrics")
+	resp, err := e.client.Get("http://" + e.addr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
