@@ -293,8 +293,9 @@ lint-workflows: release-tools
 # A Debian root with Debian's systemd, which test/systemd boots with
 # systemd-nspawn (Debian's systemd-container) and installs the release
 # archive into: debootstrap from the mirror apt uses, into the cache, once
-# per suite and version of the script. Cold: 5.5 minutes on two cores
-# shared with other builds (1.6 minutes of CPU), about 240 MiB.
+# per suite and version of the script. Cold: about 2 minutes of CPU, 155
+# MiB; 5.5 and 27 minutes measured on two cores shared with other builds
+# (load 18 and 38).
 SYSTEMD_ROOT_SUITE ?= bookworm
 SYSTEMD_ROOT := $(TOOLS_DIR)/debian-$(SYSTEMD_ROOT_SUITE)-systemd-$(shell sha256sum scripts/build-systemd-root.sh 2>/dev/null | cut -c1-12)
 # The release archive of this machine's architecture.

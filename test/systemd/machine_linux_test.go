@@ -218,10 +218,11 @@ func (m *machine) dial(network, address string) (net.Conn, error) {
 }
 
 // removeTree removes a cgroup directory and the cgroups systemd made below
-// it, deepest first, retrying while their last tasks go.
+// it, deepest first, retrying while their last tasks go (a minute: on a
+// loaded machine a powered-off machine's processes take seconds to end).
 func removeTree(t *testing.T, dir string) {
 	var err error
-	for range 100 {
+	for range 600 {
 		var dirs []string
 		_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, werr error) error {
 			if werr == nil && d.IsDir() {
