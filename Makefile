@@ -66,7 +66,7 @@ ETCD_VERSION         ?= v3.7.3
 PROMETHEUS_OPERATOR_VERSION ?= v0.85.0
 KUBE_DIR := $(TOOLS_DIR)/kube-$(KUBE_VERSION)-etcd-$(ETCD_VERSION)-promop-$(PROMETHEUS_OPERATOR_VERSION)
 
-.PHONY: all build run test test-unit test-vm test-deps check-metrics fmt vet lint fuzz mixin mixin-check prometheus3 helm otelcol kube systemd-root test-systemd scenarios fleet demo clean
+.PHONY: all build run test test-unit test-vm test-deps check-metrics fmt vet lint fuzz mixin mixin-check prometheus3 helm otelcol kube systemd-root test-systemd kubelet pause-image scenarios fleet demo clean
 .PHONY: release-tools release release-check-tag image image-archive image-push chart-package chart-push registry-login github-release lint-workflows
 
 all: fmt vet build test
@@ -315,6 +315,32 @@ test-systemd: test-deps systemd-root release
 	mkdir -p $(ARTIFACTS)
 	$(NODE_TEST_ENV) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -v ./test/systemd/
 ##### end of where users run it #####
+
+##### Where users run it: a real node for test/kube (not yet in make test) #####
+# The kubelet of test/kube's node (node_linux_test.go), to register with the
+# suite's API server and run pods with Debian's containerd 1.6 and runc on
+# this machine's cgroup v1. Not KUBE_VERSION's: from 1.35 the kubelet
+# refuses cgroup v1 unless failCgroupV1 is false, and 1.35 is the last to
+# support containerd 1.x; the version skew policy allows a kubelet three
+# minors older than the API server. Built from k8s.io/kubernetes by
+# scripts/build-kube.sh into the cache, once.
+KUBELET_VERSION         ?= v1.35.4
+KUBELET_STAGING_VERSION ?= v0.35.4
+KUBELET := $(TOOLS_DIR)/kubelet-$(KUBELET_VERSION)/kubelet
+# The pod sandbox image (test/kube/pause packed by umoci), an OCI archive
+# named after its sources.
+PAUSE_IMAGE := $(TOOLS_DIR)/pause-$(shell cat test/kube/pause/main.go scripts/build-pause-image.sh 2>/dev/null | sha256sum | cut -c1-12).oci.tar
+
+kubelet: $(KUBELET)
+
+$(KUBELET):
+	GO=$(GO) ./scripts/build-kube.sh kubelet $(dir $(KUBELET)) $(KUBELET_VERSION) $(KUBELET_STAGING_VERSION)
+
+pause-image: $(PAUSE_IMAGE)
+
+$(PAUSE_IMAGE):
+	GO=$(GO) ./scripts/build-pause-image.sh $(PAUSE_IMAGE)
+##### end of a real node #####
 
 # The alert scenarios (test/e2e/scenarios_test.go): real JVMs in memory
 # cgroups, the exporter, Prometheus 3 with the shipped rules, Alertmanager;
