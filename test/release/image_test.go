@@ -183,6 +183,7 @@ func TestImageReproducible(t *testing.T) {
 	}
 	ours := readOCIArchive(t, ociArchive(t)).top(t).Digest
 	toolsDir := tool(t, "TOOLS_DIR")
+	rev := revision(t)
 	branch, err := exec.Command("git", "-C", testenv.RepoRoot(), "rev-parse", "--abbrev-ref", "HEAD").Output()
 	if err != nil {
 		t.Fatal(err)
@@ -193,9 +194,9 @@ func TestImageReproducible(t *testing.T) {
 		if out, err := exec.Command("git", "clone", "--quiet", "--no-checkout", testenv.RepoRoot(), clone).CombinedOutput(); err != nil {
 			t.Fatalf("git clone: %v\n%s", err, out)
 		}
-		checkout := []string{"-C", clone, "checkout", "--quiet", "-B", strings.TrimSpace(string(branch)), revision(t)}
+		checkout := []string{"-C", clone, "checkout", "--quiet", "-B", strings.TrimSpace(string(branch)), rev}
 		if strings.TrimSpace(string(branch)) == "HEAD" { // detached, as on a tag
-			checkout = []string{"-C", clone, "checkout", "--quiet", "--detach", revision(t)}
+			checkout = []string{"-C", clone, "checkout", "--quiet", "--detach", rev}
 		}
 		if out, err := exec.Command("git", checkout...).CombinedOutput(); err != nil {
 			t.Fatalf("git checkout: %v\n%s", err, out)

@@ -2,7 +2,6 @@ package release
 
 import (
 	"bytes"
-	"crypto/tls"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -204,23 +204,25 @@ func TestChartPush(t *testing.T) {
 // TestRegistryLogin: `make registry-login` stores the credentials for the
 // registry's host where crane (DOCKER_CONFIG) and helm (its registry
 // config, after logging in) keep them. The registry is crane's, behind a
-// TLS proxy: helm logs in over HTTPS only.
+// TLS proxy that asks for those credentials: helm logs in over HTTPS only.
 func TestRegistryLogin(t *testing.T) {
 	helm := tool(t, "HELM")
 	backend, err := url.Parse("http://" + startRegistry(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sawAuth bool
+	var sawAuth atomic.Bool
 	proxy := httputil.NewSingleHostReverseProxy(backend)
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if u, p, ok := r.BasicAuth(); ok && u == "releaser" && p == "s3cret" {
-			sawAuth = true
+		if u, p, ok := r.BasicAuth(); !ok || u != "releaser" || p != "s3cret" {
+			w.Header().Set("WWW-Authenticate", `Basic realm="test"`)
+			w.WriteHeader(http.StatusUnauthorized)
+			return
 		}
+		sawAuth.Store(true)
 		proxy.ServeHTTP(w, r)
 	}))
 	defer srv.Close()
-	srv.Client().Transport.(*http.Transport).TLSClientConfig = &tls.Config{InsecureSkipVerify: true}
 	host := strings.TrimPrefix(srv.URL, "https://")
 	docker, helmConfig := t.TempDir(), t.TempDir()
 	t.Setenv("DOCKER_CONFIG", docker)
@@ -228,7 +230,7 @@ func TestRegistryLogin(t *testing.T) {
 	t.Setenv("REGISTRY_USER", "releaser")
 	t.Setenv("REGISTRY_PASSWORD", "s3cret")
 	runMake(t, testenv.RepoRoot(), "registry-login", "HELM="+helm, "REGISTRY="+host+"/executor-exporter", "HELM_LOGIN_FLAGS=--insecure")
-	if !sawAuth {
+	if !sawAuth.Load() {
 		t.Error("helm did not log in to the registry with the credentials")
 	}
 	for _, f := range []string{filepath.Join(docker, "config.json"), filepath.Join(helmConfig, "config.json")} {
