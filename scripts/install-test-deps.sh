@@ -2,7 +2,8 @@
 # Installs what the tests run for real, from Debian's packages, when it is
 # missing: promtool + prometheus, alertmanager, the JDK's java/javac/jstat,
 # kubectl, chromium, what the VM tests (test/vm) boot a kernel with, and
-# what the release tests (test/release) run the image with.
+# what the release tests (test/release) run the image with, and what
+# test/systemd boots Debian's systemd with.
 # CI machines are fresh, so the package lists are updated first.
 set -euo pipefail
 
@@ -33,6 +34,11 @@ dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed'
 command -v runc >/dev/null 2>&1 || need+=(runc)
 [ -f /etc/ssl/certs/ca-certificates.crt ] || need+=(ca-certificates)
 command -v shellcheck >/dev/null 2>&1 || need+=(shellcheck)
+
+# test/systemd builds a Debian root with debootstrap and boots its systemd
+# with systemd-nspawn.
+command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
+command -v systemd-nspawn >/dev/null 2>&1 || need+=(systemd-container)
 
 if [ ${#need[@]} -eq 0 ]; then
   echo "test dependencies: all present"

@@ -128,6 +128,7 @@ type cluster struct {
 	Addr       string // the API server's host:port
 	URL        string
 	AdminToken string
+	NodeToken  string // the kubelet's of realNode (node_linux_test.go)
 	apiserver  *process
 	http       *http.Client
 	admin      string // kubeconfig of the admin
@@ -140,9 +141,11 @@ func startCluster(t *testing.T) *cluster {
 	testenv.RequireRoot(t) // memory cgroups and the exporter's mount namespace
 	c := &cluster{t: t, dir: t.TempDir(), bin: kubeDir(t)}
 	c.pki = newPKI(t, filepath.Join(c.dir, "pki"))
-	c.AdminToken = randomToken(t)
-	// token,user,uid,"groups": system:masters is bound to cluster-admin.
-	writeFile(t, filepath.Join(c.dir, "tokens.csv"), []byte(c.AdminToken+",test-admin,test-admin,\"system:masters\"\n"))
+	c.AdminToken, c.NodeToken = randomToken(t), randomToken(t)
+	// token,user,uid,"groups": system:masters is bound to cluster-admin;
+	// the node's kubelet is system:node:<name> in system:nodes.
+	writeFile(t, filepath.Join(c.dir, "tokens.csv"), []byte(c.AdminToken+",test-admin,test-admin,\"system:masters\"\n"+
+		c.NodeToken+","+nodeUser+","+nodeUser+",\"system:nodes\"\n"))
 
 	client, peer := testenv.FreeAddr(t), testenv.FreeAddr(t)
 	c.etcdURL = "http://" + client
