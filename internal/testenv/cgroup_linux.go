@@ -157,3 +157,32 @@ func hasWord(file, word string) bool {
 	b, _ := os.ReadFile(file)
 	return strings.Contains(" "+strings.Join(strings.Fields(string(b)), " ")+" ", " "+word+" ")
 }
+
+// RemoveCgroupTree removes a cgroup directory and the cgroups made below it
+// (by systemd, containerd or the kubelet), deepest first, retrying for a
+// minute while their last tasks go: on a loaded machine a stopped
+// machine's or pod's processes take seconds to end.
+func RemoveCgroupTree(t testing.TB, dir string) {
+	t.Helper()
+	var err error
+	for range 600 {
+		var dirs []string
+		_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, werr error) error {
+			if werr == nil && d.IsDir() {
+				dirs = append(dirs, p)
+			}
+			return nil
+		})
+		err = nil
+		for i := len(dirs) - 1; i >= 0; i-- {
+			if rerr := syscall.Rmdir(dirs[i]); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+				err = rerr
+			}
+		}
+		if err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Errorf("could not remove cgroup %s: %v", dir, err)
+}

@@ -266,7 +266,7 @@ func makeCgroupRoot(t *testing.T, root string) {
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { removeCgroupTree(t, dir) })
+		t.Cleanup(func() { testenv.RemoveCgroupTree(t, dir) })
 		// A new cpuset has no cpus and no memory nodes: its parent's.
 		for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
 			if b, err := os.ReadFile(filepath.Join(h, f)); err == nil {
@@ -276,32 +276,6 @@ func makeCgroupRoot(t *testing.T, root string) {
 			}
 		}
 	}
-}
-
-// removeCgroupTree removes a cgroup and those below it, deepest first,
-// retrying while their last tasks go (a minute, on a loaded machine).
-func removeCgroupTree(t *testing.T, dir string) {
-	var err error
-	for range 600 {
-		var dirs []string
-		_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, werr error) error {
-			if werr == nil && d.IsDir() {
-				dirs = append(dirs, p)
-			}
-			return nil
-		})
-		err = nil
-		for i := len(dirs) - 1; i >= 0; i-- {
-			if rerr := syscall.Rmdir(dirs[i]); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
-				err = rerr
-			}
-		}
-		if err == nil {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Errorf("could not remove cgroup %s: %v", dir, err)
 }
 
 // unmountBeneath unmounts whatever containerd and the kubelet left mounted

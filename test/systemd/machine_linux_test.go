@@ -13,7 +13,6 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -79,7 +78,7 @@ func bootMachine(t *testing.T, root string, binds ...bind) *machine {
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { removeTree(t, dir) })
+		t.Cleanup(func() { testenv.RemoveCgroupTree(t, dir) })
 		procs = append(procs, filepath.Join(dir, "cgroup.procs"))
 	}
 
@@ -215,33 +214,6 @@ func (m *machine) dial(network, address string) (net.Conn, error) {
 	}()
 	r := <-done
 	return r.conn, r.err
-}
-
-// removeTree removes a cgroup directory and the cgroups systemd made below
-// it, deepest first, retrying while their last tasks go (a minute: on a
-// loaded machine a powered-off machine's processes take seconds to end).
-func removeTree(t *testing.T, dir string) {
-	var err error
-	for range 600 {
-		var dirs []string
-		_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, werr error) error {
-			if werr == nil && d.IsDir() {
-				dirs = append(dirs, p)
-			}
-			return nil
-		})
-		err = nil
-		for i := len(dirs) - 1; i >= 0; i-- {
-			if rerr := syscall.Rmdir(dirs[i]); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
-				err = rerr
-			}
-		}
-		if err == nil {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Errorf("could not remove cgroup %s: %v", dir, err)
 }
 
 // lockedBuffer is a bytes.Buffer two goroutines may write.
