@@ -286,6 +286,20 @@ func kubernetesCalls(t *testing.T, dir string) (paths, methods []string) {
 				if x, ok := n.X.(*ast.Ident); ok && x.Name == "http" && strings.HasPrefix(n.Sel.Name, "Method") {
 					fileMethods = append(fileMethods, n.Sel.Name)
 				}
+			case *ast.CompositeLit:
+				// An httpget.Request without a Method is a GET.
+				if sel, ok := n.Type.(*ast.SelectorExpr); ok && sel.Sel.Name == "Request" {
+					if x, ok := sel.X.(*ast.Ident); ok && x.Name == "httpget" && !hasKey(n, "Method") {
+						fileMethods = append(fileMethods, "MethodGet")
+					}
+				}
+			case *ast.CallExpr:
+				// Client.Get is a GET.
+				if sel, ok := n.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Get" {
+					if inner, ok := sel.X.(*ast.SelectorExpr); ok && inner.Sel.Name == "http" {
+						fileMethods = append(fileMethods, "MethodGet")
+					}
+				}
 			}
 			return true
 		})
@@ -322,4 +336,16 @@ func TestOOMPrivilegedOverlay(t *testing.T) {
 			t.Errorf("%s %s differs between base and oom-privileged", base[i].Kind, base[i].Metadata.Name)
 		}
 	}
+}
+
+// hasKey reports whether a keyed composite literal sets the field key.
+func hasKey(lit *ast.CompositeLit, key string) bool {
+	for _, e := range lit.Elts {
+		if kv, ok := e.(*ast.KeyValueExpr); ok {
+			if id, ok := kv.Key.(*ast.Ident); ok && id.Name == key {
+				return true
+			}
+		}
+	}
+	return false
 }
