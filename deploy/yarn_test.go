@@ -37,7 +37,10 @@ func runYARNScript(t *testing.T, script string, env []string, args ...string) (r
 		t.Fatal(err)
 	}
 	cmd := exec.Command("bash", append([]string{filepath.Join(testenv.RepoRoot(), "deploy", "yarn", script)}, args...)...)
-	cmd.Env = append(os.Environ(), append(env, "EXECUTOR_EXPORTER_ROOT="+root, "SYSTEMCTL="+fake, "EXECUTOR_EXPORTER_WAIT_SECONDS=0.05")...)
+	cmd.Env = append(os.Environ(), append(env, "EXECUTOR_EXPORTER_ROOT="+root, "SYSTEMCTL="+fake, "EXECUTOR_EXPORTER_WAIT_SECONDS=0.05",
+		// The waiter for yarn-site.xml outlives the script: bound it to the
+		// test's own wait, so no test leaves it behind for an hour.
+		"EXECUTOR_EXPORTER_WAIT_LIMIT_SECONDS=40")...)
 	var b bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &b, &b
 	err = cmd.Run()

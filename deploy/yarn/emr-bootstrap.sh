@@ -32,12 +32,14 @@
 #
 # For tests: EXECUTOR_EXPORTER_ROOT installs under another root, SYSTEMCTL
 # replaces systemctl, EXECUTOR_EXPORTER_WAIT_SECONDS the waiter's pause,
+# EXECUTOR_EXPORTER_WAIT_LIMIT_SECONDS how long it waits at most,
 # EXECUTOR_EXPORTER_MACHINE the machine `uname -m` names.
 set -euo pipefail
 
 root="${EXECUTOR_EXPORTER_ROOT:-}"
 systemctl="${SYSTEMCTL:-systemctl}"
 pause="${EXECUTOR_EXPORTER_WAIT_SECONDS:-10}"
+wait_limit="${EXECUTOR_EXPORTER_WAIT_LIMIT_SECONDS:-3600}"
 version="0.1.0"
 url="" extra=""
 while [ $# -gt 0 ]; do
@@ -101,7 +103,7 @@ $sudo "$systemctl" enable --now executor_exporter
 site="$root/etc/hadoop/conf/yarn-site.xml"
 if [ ! -f "$site" ]; then
   (
-    deadline=$(($(date +%s) + 3600))
+    deadline=$(($(date +%s) + wait_limit))
     while [ ! -f "$site" ] && [ "$(date +%s)" -lt "$deadline" ]; do sleep "$pause"; done
     [ -f "$site" ] && $sudo "$systemctl" restart executor_exporter
   ) >/dev/null 2>&1 </dev/null &
