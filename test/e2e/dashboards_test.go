@@ -277,6 +277,11 @@ func TestDashboardQueriesReturnData(t *testing.T) {
 			t.Logf("recording rule %s may be empty: it needs a kill, or three executors of an application (rightsizing_test.go has them)", name)
 			continue
 		}
+		if strings.HasSuffix(name, "_exhaustion:seconds") {
+			st.query(t, name)
+			t.Logf("recording rule %s may be empty: it needs a rising peak of the memory beside the heap (mixin/tests/alerts_budget_trend.yaml has them)", name)
+			continue
+		}
 		// The right-sizing group runs every minute.
 		testenv.WaitFor(t, 90*time.Second, "series of recording rule "+name, func() bool {
 			return len(st.query(t, name)) > 0
