@@ -47,16 +47,8 @@ func checkSelected(t *testing.T, where string, ms []manifest, kinds ...string) {
 // fields v lacks.
 func decodeLoose(t *testing.T, ms []manifest, kind string, v interface{}) {
 	t.Helper()
-	var found []manifest
-	for _, m := range ms {
-		if m.Kind == kind {
-			found = append(found, m)
-		}
-	}
-	if len(found) != 1 {
-		t.Fatalf("want exactly one %s, found %d", kind, len(found))
-	}
-	if err := yaml.Unmarshal(found[0].raw, v); err != nil {
+	m := onlyOf(t, ms, kind)
+	if err := yaml.Unmarshal(m.raw, v); err != nil {
 		t.Fatalf("%s: %v", kind, err)
 	}
 }

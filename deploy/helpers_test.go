@@ -195,6 +195,15 @@ func parseManifests(t *testing.T, stream []byte) []manifest {
 // are errors.
 func decodeStrict(t *testing.T, ms []manifest, kind string, v interface{}) {
 	t.Helper()
+	m := onlyOf(t, ms, kind)
+	if err := yaml.UnmarshalStrict(m.raw, v); err != nil {
+		t.Fatalf("%s %s: %v", kind, m.Metadata.Name, err)
+	}
+}
+
+// onlyOf is the one manifest of the kind; none or several fail the test.
+func onlyOf(t *testing.T, ms []manifest, kind string) manifest {
+	t.Helper()
 	var found []manifest
 	for _, m := range ms {
 		if m.Kind == kind {
@@ -204,9 +213,7 @@ func decodeStrict(t *testing.T, ms []manifest, kind string, v interface{}) {
 	if len(found) != 1 {
 		t.Fatalf("want exactly one %s, found %d", kind, len(found))
 	}
-	if err := yaml.UnmarshalStrict(found[0].raw, v); err != nil {
-		t.Fatalf("%s %s: %v", kind, found[0].Metadata.Name, err)
-	}
+	return found[0]
 }
 
 // selects reports whether every selector label is on the object.
