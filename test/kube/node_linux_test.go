@@ -143,7 +143,7 @@ serializeImagePulls: true
 // startContainerd runs Debian's containerd with a configuration of the
 // test's own: its root, state and socket in the test's directory, the
 // cgroupfs driver as the kubelet's, the locally built sandbox image, no
-// CNI (the pods use the host's network).
+// CNI plugin (the pods use the host's network).
 func (n *node) startContainerd(t *testing.T) {
 	t.Helper()
 	n.ctrSock = filepath.Join(n.dir, "containerd.sock")
@@ -170,6 +170,11 @@ state = %[2]q
     conf_dir = %[5]q
 `, filepath.Join(n.dir, "containerd"), filepath.Join(n.dir, "containerd-state"), n.ctrSock, sandboxImage, filepath.Join(n.dir, "cni"))
 	writeFile(t, filepath.Join(n.dir, "containerd.toml"), []byte(config))
+	// The pods use the host's network: containerd calls no CNI plugin for
+	// them, but reports the network ready (and the kubelet the node Ready)
+	// only once it has loaded a configuration. A loopback-only one.
+	writeFile(t, filepath.Join(n.dir, "cni", "10-loopback.conflist"),
+		[]byte(`{"cniVersion": "0.4.0", "name": "host", "plugins": [{"type": "loopback"}]}`))
 	// Cleanups run last first: the mounts go after containerd.
 	t.Cleanup(func() { unmountBeneath(t, n.dir) })
 	n.containerd = startProcess(t, "containerd", exec.Command("containerd", "--config", filepath.Join(n.dir, "containerd.toml")))
