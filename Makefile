@@ -81,7 +81,7 @@ run: build
 # Everything CI checks: Debian test dependencies, formatting, vet, the
 # mixin's generated files and rule tests, and every Go test (unit, fuzz
 # seeds, real JVMs, real OOM kill, real Prometheus + Alertmanager) with -race.
-test: test-deps fmt-check vet build prometheus3 helm otelcol kube mixin-check lint-workflows release image systemd-root
+test: test-deps fmt-check vet build prometheus3 helm otelcol kube kubelet pause-image mixin-check lint-workflows release image systemd-root
 	mkdir -p $(ARTIFACTS)
 	EXPORTER_BIN=$(PREFIX)/$(BIN) PROMETHEUS3=$(PROMETHEUS3) HELM=$(HELM) OTELCOL=$(OTELCOL) KUBE_DIR=$(KUBE_DIR) \
 	  $(RELEASE_TEST_ENV) $(NODE_TEST_ENV) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -artifacts -outputdir $(ARTIFACTS) ./...
@@ -335,7 +335,7 @@ $(SYSTEMD_ROOT)/etc/os-release:
 	./scripts/build-systemd-root.sh $(SYSTEMD_ROOT) $(SYSTEMD_ROOT_SUITE)
 
 # What `make test` hands test/systemd (and test-systemd).
-NODE_TEST_ENV = SYSTEMD_ROOT=$(SYSTEMD_ROOT) RELEASE_ARCHIVE=$(RELEASE_ARCHIVE)
+NODE_TEST_ENV = SYSTEMD_ROOT=$(SYSTEMD_ROOT) RELEASE_ARCHIVE=$(RELEASE_ARCHIVE) KUBELET=$(KUBELET) PAUSE_IMAGE=$(PAUSE_IMAGE)
 
 # test/systemd alone (also part of `make test`).
 test-systemd: test-deps systemd-root release

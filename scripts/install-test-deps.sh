@@ -2,8 +2,9 @@
 # Installs what the tests run for real, from Debian's packages, when it is
 # missing: promtool + prometheus, alertmanager, the JDK's java/javac/jstat,
 # kubectl, chromium, what the VM tests (test/vm) boot a kernel with, and
-# what the release tests (test/release) run the image with, and what
-# test/systemd boots Debian's systemd with.
+# what the release tests (test/release) run the image with, what
+# test/kube's node runs pods with, and what test/systemd boots Debian's
+# systemd with.
 # CI machines are fresh, so the package lists are updated first.
 set -euo pipefail
 
@@ -34,6 +35,11 @@ dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed'
 command -v runc >/dev/null 2>&1 || need+=(runc)
 [ -f /etc/ssl/certs/ca-certificates.crt ] || need+=(ca-certificates)
 command -v shellcheck >/dev/null 2>&1 || need+=(shellcheck)
+
+# test/kube's node: Debian's containerd (with ctr and the runc shim) under
+# the kubelet, and umoci to pack the pod sandbox image.
+command -v containerd >/dev/null 2>&1 || need+=(containerd)
+command -v umoci >/dev/null 2>&1 || need+=(umoci)
 
 # test/systemd builds a Debian root with debootstrap and boots its systemd
 # with systemd-nspawn.

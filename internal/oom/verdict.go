@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/executor-exporter/executor_exporter/internal/cgroupid"
 	"github.com/executor-exporter/executor_exporter/internal/nativemem"
 )
 
@@ -187,11 +188,21 @@ func judgeCause(k Kill, s Victim, found bool) Verdict {
 // Kubernetes kubepods (the node's allocatable memory), under YARN or
 // systemd the slice that holds every container. Both paths are the
 // kernel's, so they compare as they are.
+//
+// The victim's pod's own cgroup is not such a group. The kubelet limits it
+// to the sum of its containers' limits, and it also holds the sandbox's
+// pages: a pod of one container reaches the pod's limit a few pages
+// before the container's own, and the kernel names the pod's cgroup.
 func aboveContainer(k Kill) bool {
 	if k.Constraint != ConstraintMemcg || k.OOMMemcg == "" || k.TaskMemcg == "" || k.OOMMemcg == k.TaskMemcg {
 		return false
 	}
-	return k.OOMMemcg == "/" || strings.HasPrefix(k.TaskMemcg, k.OOMMemcg+"/")
+	if !(k.OOMMemcg == "/" || strings.HasPrefix(k.TaskMemcg, k.OOMMemcg+"/")) {
+		return false
+	}
+	group, task := cgroupid.Parse(k.OOMMemcg), cgroupid.Parse(k.TaskMemcg)
+	ownPod := group.PodUID != "" && group.ContainerID == "" && group.PodUID == task.PodUID
+	return !ownPod
 }
 
 // judgeChild says why a process in an executor's cgroup, not the JVM, was

@@ -37,6 +37,24 @@ func TestJudge(t *testing.T) {
 			sample: Victim{HeapUsed: 990 * mib, HeapCommitted: 1000 * mib, HeapMax: 1000 * mib, CgroupUsage: 1100 * mib, CgroupLimit: 2000 * mib},
 			want:   CauseNode,
 		},
+		{
+			// A real kubelet's (cgroupfs driver, cgroup v1) pod of one
+			// container: the pod's cgroup, limited to the container's
+			// limit, also holds the sandbox, and is the one that runs out.
+			name: "memcg OOM of the victim's pod's own cgroup is the container's", found: true,
+			kill:   memcgAt("/node/kubepods/burstable/pod1186e7b8-3cf1-43ef-82c4-8e20a839fe2c", "/node/kubepods/burstable/pod1186e7b8-3cf1-43ef-82c4-8e20a839fe2c/"+strings.Repeat("ab", 32)),
+			sample: offHeapFull, want: CauseNative,
+		},
+		{
+			name: "memcg OOM of the victim's pod's own slice is the container's", found: true,
+			kill:   memcgAt("/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1186e7b8_3cf1_43ef_82c4_8e20a839fe2c.slice", "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1186e7b8_3cf1_43ef_82c4_8e20a839fe2c.slice/cri-containerd-"+strings.Repeat("ab", 32)+".scope"),
+			sample: offHeapFull, want: CauseNative,
+		},
+		{
+			name: "memcg OOM of the QoS class's cgroup is node", found: true,
+			kill:   memcgAt("/node/kubepods/burstable", "/node/kubepods/burstable/pod1186e7b8-3cf1-43ef-82c4-8e20a839fe2c/"+strings.Repeat("ab", 32)),
+			sample: offHeapFull, want: CauseNode,
+		},
 		{name: "memcg OOM of the root group is node", kill: memcgAt("/", "/yarn/container_1"), found: true, sample: offHeapFull, want: CauseNode},
 		// A sibling whose name the victim's extends is not above it.
 		{name: "memcg OOM of a sibling named like a prefix is not above the container", kill: memcgAt("/yarn/container_1", "/yarn/container_12"), found: true, sample: offHeapFull, want: CauseNative},

@@ -112,14 +112,22 @@ func gauge(s map[string][]series, name string) (float64, bool) {
 	return s[name][0].value, true
 }
 
-// find returns the first series of a family whose labels include match.
+// find returns the labels of the first series of a family whose labels
+// include match.
 func find(s map[string][]series, name string, match map[string]string) (map[string]string, bool) {
+	x, ok := findSeries(s, name, match)
+	return x.labels, ok
+}
+
+// findSeries returns the first series of a family whose labels include
+// match.
+func findSeries(s map[string][]series, name string, match map[string]string) (series, bool) {
 	for _, x := range s[name] {
 		if includes(x.labels, match) {
-			return x.labels, true
+			return x, true
 		}
 	}
-	return nil, false
+	return series{}, false
 }
 
 func includes(got, want map[string]string) bool {

@@ -40,6 +40,9 @@ type node struct {
 	cgroupRoot string // e.g. /executor-exporter-node-1a2b3c4d
 	containerd *process
 	kubelet    *process
+	// exporterPort is the chart's exporter's port on the node's network.
+	exporterPort int
+	imported     bool // the exporter's image is in containerd
 }
 
 // kubeletBin returns $KUBELET after checking it is there.
@@ -67,7 +70,7 @@ func startNode(t *testing.T, c *cluster) *node {
 	for _, tool := range []string{"containerd", "ctr", "runc", "containerd-shim-runc-v2"} {
 		testenv.RequireTool(t, tool)
 	}
-	n := &node{name: realNode, ip: hostIP(t), dir: t.TempDir()}
+	n := &node{name: realNode, ip: hostIP(t), dir: t.TempDir(), exporterPort: freePort(t)}
 	n.cgroupRoot = "/executor-exporter-node-" + randomHex(t, 4)
 	makeCgroupRoot(t, n.cgroupRoot)
 	restoreSysctls(t)
@@ -111,10 +114,12 @@ evictionHard: {memory.available: 1Mi, nodefs.available: 1%%, imagefs.available: 
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 serializeImagePulls: true
-`, n.cgroupRoot, n.ctrSock, n.ip, port, healthz, c.pki.CA)
+podLogsDir: %[7]s
+`, n.cgroupRoot, n.ctrSock, n.ip, port, healthz, c.pki.CA, filepath.Join(n.dir, "pod-logs"))
 	writeFile(t, filepath.Join(n.dir, "kubelet.yaml"), []byte(config))
 	cmd := exec.Command(kubelet, "--config="+filepath.Join(n.dir, "kubelet.yaml"), "--kubeconfig="+kubeconfig,
-		"--root-dir="+filepath.Join(n.dir, "kubelet"), "--hostname-override="+n.name, "--node-ip="+n.ip, "--v=2")
+		"--root-dir="+filepath.Join(n.dir, "kubelet"), "--hostname-override="+n.name, "--node-ip="+n.ip, "--v=2",
+		"--node-labels="+nodeLabelsFlag(realNodeLabels))
 	n.kubelet = startProcess(t, "kubelet", cmd)
 	t.Cleanup(func() { n.removePods(t) })
 
@@ -143,7 +148,9 @@ serializeImagePulls: true
 // startContainerd runs Debian's containerd with a configuration of the
 // test's own: its root, state and socket in the test's directory, the
 // cgroupfs driver as the kubelet's, the locally built sandbox image, no
-// CNI plugin (the pods use the host's network).
+// CNI plugin: every pod of the node has the host's network (containerd
+// gives a pod of its own network an address only through a plugin that
+// changes the host's network, which the tests leave alone).
 func (n *node) startContainerd(t *testing.T) {
 	t.Helper()
 	n.ctrSock = filepath.Join(n.dir, "containerd.sock")
@@ -170,11 +177,11 @@ state = %[2]q
     conf_dir = %[5]q
 `, filepath.Join(n.dir, "containerd"), filepath.Join(n.dir, "containerd-state"), n.ctrSock, sandboxImage, filepath.Join(n.dir, "cni"))
 	writeFile(t, filepath.Join(n.dir, "containerd.toml"), []byte(config))
-	// The pods use the host's network: containerd calls no CNI plugin for
-	// them, but reports the network ready (and the kubelet the node Ready)
-	// only once it has loaded a configuration. A loopback-only one.
+	// containerd calls no CNI plugin for pods of the host's network, but
+	// reports the network ready (and the kubelet the node Ready) only once
+	// it has loaded a configuration: a loopback-only one.
 	writeFile(t, filepath.Join(n.dir, "cni", "10-loopback.conflist"),
-		[]byte(`{"cniVersion": "0.4.0", "name": "host", "plugins": [{"type": "loopback"}]}`))
+		[]byte(`{"cniVersion": "0.4.0", "name": "loopback", "plugins": [{"type": "loopback"}]}`))
 	// Cleanups run last first: the mounts go after containerd.
 	t.Cleanup(func() { unmountBeneath(t, n.dir) })
 	n.containerd = startProcess(t, "containerd", exec.Command("containerd", "--config", filepath.Join(n.dir, "containerd.toml")))
@@ -346,6 +353,16 @@ func freePort(t *testing.T) int {
 	_, p, _ := net.SplitHostPort(testenv.FreeAddr(t))
 	port, _ := strconv.Atoi(p)
 	return port
+}
+
+// nodeLabelsFlag is the kubelet's --node-labels value for labels.
+func nodeLabelsFlag(labels map[string]string) string {
+	var kv []string
+	for k, v := range labels {
+		kv = append(kv, k+"="+v)
+	}
+	sort.Strings(kv)
+	return strings.Join(kv, ",")
 }
 
 // tail is the last n lines of s.

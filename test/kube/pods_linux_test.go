@@ -16,14 +16,16 @@ type podStatus struct {
 	} `json:"metadata"`
 	Status struct {
 		Phase      string `json:"phase"`
+		PodIP      string `json:"podIP"`
 		Conditions []struct {
 			Type, Status string
 		} `json:"conditions"`
 		ContainerStatuses []struct {
-			Name        string `json:"name"`
-			ContainerID string `json:"containerID"`
-			Ready       bool   `json:"ready"`
-			LastState   struct {
+			Name         string `json:"name"`
+			ContainerID  string `json:"containerID"`
+			Ready        bool   `json:"ready"`
+			RestartCount int    `json:"restartCount"`
+			LastState    struct {
 				Terminated *struct {
 					Reason   string `json:"reason"`
 					ExitCode int    `json:"exitCode"`
