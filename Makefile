@@ -343,17 +343,15 @@ test-systemd: test-deps systemd-root release
 	$(NODE_TEST_ENV) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -v ./test/systemd/
 ##### end of where users run it #####
 
-##### Where users run it: a real node for test/kube (not yet in make test) #####
-# The kubelet of test/kube's node (node_linux_test.go), to register with the
-# suite's API server and run pods with Debian's containerd 1.6 and runc on
+##### Where users run it: a real node for test/kube (TestRealNode) #####
+# The kubelet of test/kube's node (node_linux_test.go), registered with the
+# suite's API server, running pods with Debian's containerd 1.6 and runc on
 # this machine's cgroup v1. Not KUBE_VERSION's: from 1.35 the kubelet
 # refuses cgroup v1 unless failCgroupV1 is false, and 1.35 is the last to
 # support containerd 1.x; the version skew policy allows a kubelet three
-# minors older than the API server. Built from k8s.io/kubernetes by
-# scripts/build-kube.sh into the cache, once: 17 minutes of CPU cold (64
-# minutes on two cores shared with other builds at load 35). It ran a pod
-# of the pause image here, standalone, with containerd 1.6.20 and runc
-# 1.1.5, in <cgroupRoot>/kubepods/burstable/pod<uid>/<container id>.
+# minors older than the API server. (The VM of test/vm has cgroup v2, but
+# runs without KVM here: too slow for a node.) Built from k8s.io/kubernetes
+# by scripts/build-kube.sh into the cache, once: 17 minutes of CPU cold.
 KUBELET_VERSION         ?= v1.35.4
 KUBELET_STAGING_VERSION ?= v0.35.4
 KUBELET := $(TOOLS_DIR)/kubelet-$(KUBELET_VERSION)/kubelet

@@ -16,11 +16,13 @@ import (
 	"github.com/executor-exporter/executor_exporter/internal/testjvm"
 )
 
-// The DaemonSet and the systemd unit give the exporter exactly three
-// capabilities. These tests check on this machine that each is needed and
-// that the three are enough: a JVM of another user is exported with all
-// three and not exported without SYS_PTRACE or without DAC_READ_SEARCH;
-// /dev/kmsg opens with SYSLOG and not without it.
+// The systemd unit gives the exporter three capabilities, the DaemonSet
+// two of them (not SYSLOG: no capability opens /dev/kmsg in an
+// unprivileged container; test/kube's TestRealNode shows it on a kubelet).
+// These tests check on this machine that each is needed and that they are
+// enough: a JVM of another user is exported with all three and not
+// exported without SYS_PTRACE or without DAC_READ_SEARCH; /dev/kmsg opens
+// with SYSLOG and not without it.
 var deployedCaps = []string{"sys_ptrace", "dac_read_search", "syslog"}
 
 // boundedCommand runs argv as uid 0 with its capability bounding set (and

@@ -2,11 +2,14 @@
 // etcd: the shipped manifests applied with the server's own validation,
 // RBAC as the API server enforces it, a ServiceAccount token from the
 // TokenRequest API, the Node's labels and the pods its field selector
-// lists, and an API server that goes away and comes back.
+// lists, and an API server that goes away and comes back; and a real node
+// (TestRealNode): a kubelet with Debian's containerd and runc running the
+// chart's pod and Spark executors' pods.
 //
 // kube-apiserver, kubectl and etcd are built from pinned Go modules by
 // `make kube` (scripts/build-kube.sh) into a cache; make test passes their
-// directory as KUBE_DIR.
+// directory as KUBE_DIR, and the node's kubelet (make kubelet) and pod
+// sandbox image (make pause-image) as KUBELET and PAUSE_IMAGE.
 package kube
 
 import (

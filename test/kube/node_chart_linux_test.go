@@ -89,8 +89,8 @@ func (n *node) importImage(t *testing.T) {
 // daemonSetPod replaces the exporter's pod on the node by one made from
 // the chart's DaemonSet as its controller makes it: the pod template, owned
 // by the DaemonSet, bound to the node. This suite runs no controller
-// manager and no scheduler (see docs/testing.md); the pod the kubelet runs
-// is the template's. mutate, when not nil, changes the container before
+// manager and no scheduler (docs/kubernetes.md says why); the pod the
+// kubelet runs is the template's. mutate, when not nil, changes the container before
 // the pod is created (the capability test). It waits until the pod is
 // Running and Ready and its /metrics answers on the node's address.
 func (n *node) daemonSetPod(t *testing.T, c *cluster, mutate func(container map[string]any)) chartPod {
