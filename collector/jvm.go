@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/executor-exporter/executor_exporter/internal/cloud"
+	"github.com/executor-exporter/executor_exporter/internal/exposition"
 	"github.com/executor-exporter/executor_exporter/internal/jvm"
 	"github.com/executor-exporter/executor_exporter/internal/labelvalue"
 	"github.com/executor-exporter/executor_exporter/internal/nativemem"
@@ -116,27 +117,25 @@ type jvmCollector struct {
 	pods      podSource
 	podLabels []string
 	// apps names YARN applications; nil off YARN.
-	apps      appNames
-	infoDescs infoDescs
+	apps appNames
 
-	descs                                  *descTable // the per-JVM series' Descs
-	info                                   *prometheus.Desc
-	memUsed, memCommitted, memMax          *prometheus.Desc
-	poolUsed, poolCommitted, poolMax       *prometheus.Desc
-	gcCollections, gcSeconds               *prometheus.Desc
-	threads, classes, safepoint, startTime *prometheus.Desc
-	rss                                    *prometheus.Desc
-	containerDescs
-	processes, dropped, readErrors  *prometheus.Desc
-	native, nativeTime, nativeReads *prometheus.Desc
-	reads                           *prometheus.Desc
-	peak, residentPeak, cgPeak      *prometheus.Desc
+	table                                  *exposition.Table // the per-JVM families
+	info                                   *exposition.Family
+	memUsed, memCommitted, memMax          *exposition.Family
+	poolUsed, poolCommitted, poolMax       *exposition.Family
+	gcCollections, gcSeconds               *exposition.Family
+	threads, classes, safepoint, startTime *exposition.Family
+	rss                                    *exposition.Family
+	containerFamilies
+	native, nativeTime         *exposition.Family
+	peak, residentPeak, cgPeak *exposition.Family
+
+	processes, dropped, readErrors, nativeReads, reads *prometheus.Desc
 
 	// The per-JVM series of the last view (jvm_series.go).
-	infoFamily int
-	buildMu    sync.Mutex
-	builtOf    builtKey
-	built      *jvmSet
+	buildMu sync.Mutex
+	builtOf builtKey
+	built   *jvmSet
 }
 
 // builtKey is what the per-JVM series depend on: the view and the pod list.
@@ -154,36 +153,36 @@ func NewJVMCollector(tracker *jvm.Tracker, logger log.Logger) Collector {
 }
 
 func newJVMCollector(tracker jvmSource, logger log.Logger) *jvmCollector {
-	descs := newDescTable()
+	t := exposition.NewTable(identityLabels...)
 	c := &jvmCollector{
-		descs:         descs,
+		table:         t,
 		tracker:       tracker,
 		logger:        logger,
-		info:          descs.desc("jvm", "info", jvmInfoHelp, infoLabels...),
-		memUsed:       descs.desc("jvm", "memory_used_bytes", "Heap or non-heap memory in use.", "area"),
-		memCommitted:  descs.desc("jvm", "memory_committed_bytes", "Heap or non-heap memory committed by the JVM.", "area"),
-		memMax:        descs.desc("jvm", "memory_max_bytes", "Largest heap or non-heap size the JVM may grow to.", "area"),
-		poolUsed:      descs.desc("jvm", "memory_pool_used_bytes", "Memory in use in a heap space or non-heap pool.", "pool"),
-		poolCommitted: descs.desc("jvm", "memory_pool_committed_bytes", "Memory committed to a heap space or non-heap pool.", "pool"),
-		poolMax:       descs.desc("jvm", "memory_pool_max_bytes", "Largest size of a heap space or non-heap pool.", "pool"),
-		gcCollections: descs.desc("jvm", "gc_collections_total", "Collections run by a garbage collector.", "gc"),
-		gcSeconds:     descs.desc("jvm", "gc_collection_seconds_total", "Time spent in a garbage collector's collections.", "gc"),
-		threads:       descs.desc("jvm", "threads", "Java threads alive, all (live) or daemon.", "state"),
-		classes:       descs.desc("jvm", "classes_loaded", "Classes currently loaded."),
-		safepoint:     descs.desc("jvm", "safepoint_seconds_total", "Time application threads were stopped at safepoints."),
-		startTime:     descs.desc("jvm", "start_time_seconds", "When the JVM was created, seconds since the epoch."),
-		rss: descs.desc("process", "resident_memory_bytes",
+		info:          t.Family(fqName("jvm", "info"), jvmInfoHelp, infoLabels...),
+		memUsed:       t.Family(fqName("jvm", "memory_used_bytes"), "Heap or non-heap memory in use.", "area"),
+		memCommitted:  t.Family(fqName("jvm", "memory_committed_bytes"), "Heap or non-heap memory committed by the JVM.", "area"),
+		memMax:        t.Family(fqName("jvm", "memory_max_bytes"), "Largest heap or non-heap size the JVM may grow to.", "area"),
+		poolUsed:      t.Family(fqName("jvm", "memory_pool_used_bytes"), "Memory in use in a heap space or non-heap pool.", "pool"),
+		poolCommitted: t.Family(fqName("jvm", "memory_pool_committed_bytes"), "Memory committed to a heap space or non-heap pool.", "pool"),
+		poolMax:       t.Family(fqName("jvm", "memory_pool_max_bytes"), "Largest size of a heap space or non-heap pool.", "pool"),
+		gcCollections: t.Family(fqName("jvm", "gc_collections_total"), "Collections run by a garbage collector.", "gc"),
+		gcSeconds:     t.Family(fqName("jvm", "gc_collection_seconds_total"), "Time spent in a garbage collector's collections.", "gc"),
+		threads:       t.Family(fqName("jvm", "threads"), "Java threads alive, all (live) or daemon.", "state"),
+		classes:       t.Family(fqName("jvm", "classes_loaded"), "Classes currently loaded."),
+		safepoint:     t.Family(fqName("jvm", "safepoint_seconds_total"), "Time application threads were stopped at safepoints."),
+		startTime:     t.Family(fqName("jvm", "start_time_seconds"), "When the JVM was created, seconds since the epoch."),
+		rss: t.Family(fqName("process", "resident_memory_bytes"),
 			"Resident memory of the JVM's process tree: the JVM itself, Python children (PySpark workers), other children.", "kind"),
-		containerDescs: newContainerDescs(descs),
-		cgPeak: descs.desc("container", "memory_peak_bytes",
+		containerFamilies: newContainerFamilies(t),
+		cgPeak: t.Family(fqName("container", "memory_peak_bytes"),
 			"Highest memory charged to the cgroup holding the JVM, kept by the kernel (v1 memory.max_usage_in_bytes, v2 memory.peak); exported for --exits.retention after the JVM ends."),
-		residentPeak: descs.desc("process", "resident_memory_peak_bytes",
+		residentPeak: t.Family(fqName("process", "resident_memory_peak_bytes"),
 			"Highest resident memory of the JVM process (VmHWM, kept by the kernel); exported for --exits.retention after the JVM ends."),
-		peak: descs.desc("jvm", "memory_peak_bytes",
+		peak: t.Family(fqName("jvm", "memory_peak_bytes"),
 			"Highest value seen at a reading since the JVM was first read, by kind: heap_live (heap less eden: what survived collections), nonheap (resident memory of the JVM and its non-Python children less the committed heap), python (PySpark workers' resident memory); exported for --exits.retention after the JVM ends (docs/metrics.md#peaks).", "kind"),
-		native: descs.desc("jvm", "native_memory_bytes",
+		native: t.Family(fqName("jvm", "native_memory_bytes"),
 			"Resident memory of the JVM process by region, from /proc/<pid>/smaps and the JVM's reservations (docs/jvm.md#native-memory-by-region); read when it can have changed.", "region"),
-		nativeTime: descs.desc("jvm", "native_memory_timestamp_seconds",
+		nativeTime: t.Family(fqName("jvm", "native_memory_timestamp_seconds"),
 			"When the JVM's breakdown by region was last read or found unchanged, seconds since the epoch."),
 		nativeReads: prometheus.NewDesc(prometheus.BuildFQName(namespace, "jvm", "native_memory_reads_total"),
 			"Reads for the JVMs' breakdowns by region: smaps (a breakdown, milliseconds of CPU each) or maps (a check that found one unchanged).", []string{"file"}, nil),
@@ -196,8 +195,7 @@ func newJVMCollector(tracker jvmSource, logger log.Logger) *jvmCollector {
 		readErrors: prometheus.NewDesc(prometheus.BuildFQName(namespace, "jvm", "read_errors_total"),
 			"JVMs found but not read (or whose cgroup was not read), by reason.", []string{"reason"}, nil),
 	}
-	descs.sort()
-	c.infoFamily = descs.byName[prometheus.BuildFQName(namespace, "jvm", "info")]
+	t.Seal()
 	return c
 }
 
@@ -239,92 +237,38 @@ func (c *jvmCollector) update(ch chan<- prometheus.Metric, set *jvmSet, apart bo
 	return nil
 }
 
-// series returns the per-JVM series of view, made on the first call for
-// the view (and pod list) and shared by every scrape after it. A JVM whose
-// reading is the same as in the last view keeps its entry, and with it
-// its rendered text.
-func (c *jvmCollector) series(view jvm.View) *jvmSet {
-	var pods cloud.PodsSnapshot
-	if c.pods != nil {
-		pods = c.pods.Pods()
-	}
-	key := builtKey{view: view.Time, pods: pods.Index}
-	c.buildMu.Lock()
-	defer c.buildMu.Unlock()
-	if c.built != nil && c.builtOf == key {
-		return c.built
-	}
-	set := &jvmSet{processes: len(view.JVMs), dropped: view.Dropped, jvms: make([]*jvmEntry, 0, len(view.JVMs)+len(view.Ended))}
-	// The last set's live JVMs, like the view's, are in pid order: one
-	// walk pairs each JVM with its last entry.
-	var prev []*jvmEntry
-	if c.built != nil {
-		prev = c.built.jvms[:c.built.processes]
-	}
-	for i := range view.JVMs {
-		j := &view.JVMs[i]
-		of := jvmBuildKey{start: j.ProcessStart, read: j.Time, pods: pods.Index}
-		if j.Native != nil {
-			of.native = j.Native.Checked
-		}
-		for len(prev) > 0 && prev[0].j.PID < j.PID {
-			prev = prev[1:]
-		}
-		var e *jvmEntry
-		if len(prev) > 0 && prev[0].j.PID == j.PID && prev[0].of == of && !of.start.IsZero() {
-			e = prev[0]
-		} else {
-			e = &jvmEntry{of: of, j: *j, pod: withYARN(resolvePod(j, pods, c.pods, c.podLabels), j, c.apps)}
-		}
-		set.jvms = append(set.jvms, e)
-	}
-	// An ended JVM keeps only its final peaks: there are few.
-	for i := range view.Ended {
-		set.jvms = append(set.jvms, &jvmEntry{ended: &view.Ended[i]})
-	}
-	c.built, c.builtOf = set, key
-	return set
-}
-
-func (c *jvmCollector) updateJVM(b seriesSink, j *jvm.JVM, pod podIdentity) {
-	// The identity labels, as strings for the info metric.
-	labels := make([]string, 4, 4+len(infoLabels))
-	labels[0], labels[1], labels[2], labels[3] = strconv.Itoa(j.PID), labelValue(j.Role), labelValue(j.AppID), labelValue(j.ExecutorID)
-	b.startJVM(j.Identity, labels[0])
-	gauge := func(d *prometheus.Desc, v float64, extra ...string) {
-		b.add(d, prometheus.GaugeValue, v, extra...)
-	}
-	counter := func(d *prometheus.Desc, v float64, extra ...string) {
-		b.add(d, prometheus.CounterValue, v, extra...)
-	}
+// emitJVM adds j's series to b: the one description of a JVM's series,
+// for the registry's path and the text rendered for the handler alike.
+func (c *jvmCollector) emitJVM(b exposition.Sink, j *jvm.JVM, pod podIdentity) {
+	b.Start(jvmIdentity(j.Identity)...)
 	s := &j.Stats
 
-	c.sendInfo(b, labels, j, pod)
+	c.sendInfo(b, j, pod)
 	c.sendPeaks(b, &j.Peaks)
-	gauge(c.rss, float64(j.RSSJVM), "jvm")
-	gauge(c.rss, float64(j.RSSPython), "python")
-	gauge(c.rss, float64(j.RSSOther), "other")
+	b.Add(c.rss, float64(j.RSSJVM), "jvm")
+	b.Add(c.rss, float64(j.RSSPython), "python")
+	b.Add(c.rss, float64(j.RSSOther), "other")
 
 	c.sendContainer(b, j)
 	if n := j.Native; n != nil {
 		for r := nativemem.Region(0); r < nativemem.NumRegions; r++ {
-			gauge(c.native, float64(n.Last.Regions[r]), r.String())
+			b.Add(c.native, float64(n.Last.Regions[r]), r.String())
 		}
-		gauge(c.nativeTime, float64(n.Checked.UnixNano())/1e9)
+		b.Add(c.nativeTime, float64(n.Checked.UnixNano())/1e9)
 	}
 	if j.Counters != jvm.CountersHsperf {
 		return // no hsperfdata (-XX:+PerfDisableSharedMem, -XX:-UsePerfData): what /proc and the cgroup say only
 	}
-	gauge(c.memUsed, float64(s.HeapUsed), "heap")
-	gauge(c.memCommitted, float64(s.HeapCommitted), "heap")
-	gauge(c.memUsed, float64(s.NonHeapUsed), "nonheap")
-	gauge(c.memCommitted, float64(s.NonHeapCommitted), "nonheap")
+	b.Add(c.memUsed, float64(s.HeapUsed), "heap")
+	b.Add(c.memCommitted, float64(s.HeapCommitted), "heap")
+	b.Add(c.memUsed, float64(s.NonHeapUsed), "nonheap")
+	b.Add(c.memCommitted, float64(s.NonHeapCommitted), "nonheap")
 	// A max of 0 is "not set" (Metaspace without -XX:MaxMetaspaceSize).
 	if s.HeapMax > 0 {
-		gauge(c.memMax, float64(s.HeapMax), "heap")
+		b.Add(c.memMax, float64(s.HeapMax), "heap")
 	}
 	if s.NonHeapMax > 0 {
-		gauge(c.memMax, float64(s.NonHeapMax), "nonheap")
+		b.Add(c.memMax, float64(s.NonHeapMax), "nonheap")
 	}
 
 	// Pool and collector names come from the file; a repeated name would
@@ -337,10 +281,10 @@ func (c *jvmCollector) updateJVM(b seriesSink, j *jvm.JVM, pod podIdentity) {
 			continue
 		}
 		seen[name] = true
-		gauge(c.poolUsed, float64(p.Used), name)
-		gauge(c.poolCommitted, float64(p.Committed), name)
+		b.Add(c.poolUsed, float64(p.Used), name)
+		b.Add(c.poolCommitted, float64(p.Committed), name)
 		if p.Max > 0 {
-			gauge(c.poolMax, float64(p.Max), name)
+			b.Add(c.poolMax, float64(p.Max), name)
 		}
 	}
 	clear(seen)
@@ -350,22 +294,27 @@ func (c *jvmCollector) updateJVM(b seriesSink, j *jvm.JVM, pod podIdentity) {
 			continue
 		}
 		seen[name] = true
-		counter(c.gcCollections, float64(g.Collections), name)
-		counter(c.gcSeconds, g.Seconds, name)
+		b.Add(c.gcCollections, float64(g.Collections), name)
+		b.Add(c.gcSeconds, g.Seconds, name)
 	}
 
-	gauge(c.threads, float64(s.ThreadsLive), "live")
-	gauge(c.threads, float64(s.ThreadsDaemon), "daemon")
-	gauge(c.classes, float64(s.ClassesLoaded))
-	counter(c.safepoint, s.SafepointSeconds)
-	gauge(c.startTime, float64(s.StartTime.UnixNano())/1e9)
+	b.Add(c.threads, float64(s.ThreadsLive), "live")
+	b.Add(c.threads, float64(s.ThreadsDaemon), "daemon")
+	b.Add(c.classes, float64(s.ClassesLoaded))
+	b.Add(c.safepoint, s.SafepointSeconds)
+	b.Add(c.startTime, float64(s.StartTime.UnixNano())/1e9)
+}
+
+// jvmIdentity is the values of identityLabels for a JVM.
+func jvmIdentity(id jvm.Identity) []string {
+	return []string{strconv.Itoa(id.PID), labelValue(id.Role), labelValue(id.AppID), labelValue(id.ExecutorID)}
 }
 
 // sendPeaks sends the peaks known: 0 is unknown (no hsperfdata, a kernel
 // without memory.peak) or none (no Python workers).
-func (c *jvmCollector) sendPeaks(b seriesSink, p *jvm.Peaks) {
+func (c *jvmCollector) sendPeaks(b exposition.Sink, p *jvm.Peaks) {
 	for _, k := range [...]struct {
-		d    *prometheus.Desc
+		f    *exposition.Family
 		v    uint64
 		kind string
 	}{
@@ -378,12 +327,15 @@ func (c *jvmCollector) sendPeaks(b seriesSink, p *jvm.Peaks) {
 		switch {
 		case k.v == 0:
 		case k.kind == "":
-			b.add(k.d, prometheus.GaugeValue, float64(k.v))
+			b.Add(k.f, float64(k.v))
 		default:
-			b.add(k.d, prometheus.GaugeValue, float64(k.v), k.kind)
+			b.Add(k.f, float64(k.v), k.kind)
 		}
 	}
 }
+
+// fqName is the exporter's name of a metric.
+func fqName(subsystem, name string) string { return prometheus.BuildFQName(namespace, subsystem, name) }
 
 // labelValue makes a string from a JVM safe as a label value.
 func labelValue(s string) string { return labelvalue.Cap(s, maxLabelBytes) }

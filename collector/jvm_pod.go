@@ -1,15 +1,13 @@
 package collector
 
 import (
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/executor-exporter/executor_exporter/internal/cgroupid"
 	"github.com/executor-exporter/executor_exporter/internal/cloud"
+	"github.com/executor-exporter/executor_exporter/internal/exposition"
 	"github.com/executor-exporter/executor_exporter/internal/jvm"
 )
 
@@ -114,57 +112,22 @@ func isWildcard(allowlist []string) bool {
 // labels (label_<name>) follow them.
 var infoLabels = []string{"main_class", "jvm_version", "gc", "vm_args_xmx", "pod", "namespace", "container", "uid", "container_id", "counters"}
 
-// infoDescs keeps executor_jvm_info's Desc, and its label names, per set
-// of pod label names: one set with an allowlist, as many as the pods have
-// with "*".
-type infoDescs struct {
-	mu    sync.Mutex
-	descs map[string]infoDesc
-}
-
-type infoDesc struct {
-	desc  *prometheus.Desc
-	names []string
-}
-
-// maxInfoDescs bounds the cache; with "*" the label sets are the pods'.
-const maxInfoDescs = 256
-
-func (d *infoDescs) get(base *prometheus.Desc, names []string) infoDesc {
-	key := strings.Join(names, ",")
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if desc, ok := d.descs[key]; ok {
-		return desc
-	}
-	if d.descs == nil || len(d.descs) >= maxInfoDescs {
-		d.descs = map[string]infoDesc{}
-	}
-	all := append(append(append([]string{}, identityLabels...), infoLabels...), names...)
-	desc := infoDesc{desc: base, names: all}
-	if len(names) > 0 {
-		desc.desc = prometheus.NewDesc(prometheus.BuildFQName(namespace, "jvm", "info"), jvmInfoHelp, all, nil)
-	}
-	d.descs[key] = desc
-	return desc
-}
-
 const jvmInfoHelp = "A JVM on this machine; descriptive labels from hsperfdata and the command line, and the Kubernetes namespace, pod, container and allowlisted pod labels (or the YARN container) from its cgroup and the API server; counters is hsperfdata, or why the JVM publishes no counters."
 
-// sendInfo adds executor_jvm_info; labels holds the identity and is reused.
-func (c *jvmCollector) sendInfo(b seriesSink, labels []string, j *jvm.JVM, p podIdentity) {
+// sendInfo adds executor_jvm_info, with the pod's labels the allowlist
+// takes after the fixed ones.
+func (c *jvmCollector) sendInfo(b exposition.Sink, j *jvm.JVM, p podIdentity) {
 	s := &j.Stats
-	labels = append(labels[:len(identityLabels)], labelValue(j.MainClass), labelValue(s.VMVersion), labelValue(s.GCName),
+	values := []string{labelValue(j.MainClass), labelValue(s.VMVersion), labelValue(s.GCName),
 		labelValue(j.Xmx), labelValue(p.pod), labelValue(p.namespace), labelValue(p.container), labelValue(p.uid), labelValue(p.containerID),
-		j.Counters)
+		j.Counters}
 	var names []string
 	if len(p.labels) > 0 {
-		var values []string
-		names, values = cloud.NodeLabelPairs(p.labels)
-		labels = append(labels, values...)
+		var podValues []string
+		names, podValues = cloud.NodeLabelPairs(p.labels)
+		values = append(values, podValues...)
 	}
-	d := c.infoDescs.get(c.info, names)
-	b.info(d.desc, d.names, labels) // dropped if a pod label cannot be a label; NodeLabelPairs prevents it
+	b.Add(c.info.WithLabels(names...), 1, values...) // dropped if a pod label cannot be a label; NodeLabelPairs prevents it
 }
 
 // podOfCgroup names the namespace, pod and container of a cgroup path from

@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/executor-exporter/executor_exporter/internal/exposition"
 	"github.com/executor-exporter/executor_exporter/internal/hsperf"
 	"github.com/executor-exporter/executor_exporter/internal/jvm"
 	"github.com/executor-exporter/executor_exporter/internal/procmem"
@@ -129,7 +130,8 @@ func TestSeriesOfAnUnchangedJVMReused(t *testing.T) {
 	c := NewJVMCollector(nil, log.NewNopLogger()).(*jvmCollector)
 	view := syntheticView(t, 3, time.Now())
 	first := c.series(view)
-	kept, reread := c.text(first.jvms[0], true), c.text(first.jvms[1], true)
+	text := func(e *jvmEntry) *exposition.Text { return c.texts(&jvmSet{jvms: []*jvmEntry{e}}, true)[0] }
+	kept, reread := text(first.jvms[0]), text(first.jvms[1])
 
 	next := view
 	next.Time = view.Time.Add(5 * time.Second)
@@ -137,9 +139,9 @@ func TestSeriesOfAnUnchangedJVMReused(t *testing.T) {
 	next.JVMs[1].Time = next.Time
 	next.JVMs[1].Stats.HeapUsed += 1 << 20
 	second := c.series(next)
-	if c.text(second.jvms[0], true) != kept || c.text(second.jvms[1], true) == reread {
+	if text(second.jvms[0]) != kept || text(second.jvms[1]) == reread {
 		t.Errorf("unchanged JVM's text reused: %v (want true); re-read JVM's reused: %v (want false)",
-			c.text(second.jvms[0], true) == kept, c.text(second.jvms[1], true) == reread)
+			text(second.jvms[0]) == kept, text(second.jvms[1]) == reread)
 	}
 	fresh := NewJVMCollector(nil, log.NewNopLogger()).(*jvmCollector)
 	for _, om := range []bool{false, true} {
@@ -195,16 +197,12 @@ func BenchmarkSeries(b *testing.B) {
 	req.Header.Set("Accept-Encoding", "gzip")
 	req.Header.Set("Accept", string(format))
 	var size int
-	gz := newGzipWriters(1)
+	src := &setSource{c: c}
+	h := exposition.Handler(c.table, src, nil, promhttp.HandlerOpts{EnableOpenMetrics: true})
 	scrape := func(set *jvmSet) {
-		texts := make([]*jvmText, len(set.jvms))
-		for i, e := range set.jvms {
-			texts[i] = c.text(e, true)
-		}
+		src.set = set
 		rec := httptest.NewRecorder()
-		writeAnswer(rec, req, format, gz, func(w io.Writer) error {
-			return writeFamilies(w, nil, c.descs.families, texts, format, nil)
-		})
+		h.ServeHTTP(rec, req)
 		size = rec.Body.Len()
 	}
 	for _, share := range []struct {
@@ -267,10 +265,20 @@ func renderSet(t testing.TB, c *jvmCollector, set *jvmSet, openMetrics bool) str
 		format = expfmt.NewFormat(expfmt.TypeOpenMetrics)
 	}
 	var buf bytes.Buffer
-	if err := writeFamilies(&buf, nil, c.descs.families, texts, format, nil); err != nil {
+	if err := c.table.Write(&buf, nil, texts, format, nil); err != nil {
 		t.Fatal(err)
 	}
 	return buf.String()
+}
+
+// setSource serves one set's per-JVM series alone, in the text formats.
+type setSource struct {
+	c   *jvmCollector
+	set *jvmSet
+}
+
+func (s *setSource) Snapshot(openMetrics bool) ([]*dto.MetricFamily, []*exposition.Text, error) {
+	return nil, s.c.texts(s.set, openMetrics), nil
 }
 
 // setCollector is an unchecked collector of one set's per-JVM series.

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/executor-exporter/executor_exporter/internal/procmem"
 )
 
 // MaxHsperfBytes bounds how much of an hsperfdata file is read. HotSpot's
@@ -87,7 +89,7 @@ func procfsPIDNamespace(procPath string) string {
 	if ns, err := os.Readlink(filepath.Join(procPath, "1", "ns", "pid")); err == nil {
 		return ns
 	}
-	status, err := readCapped(filepath.Join(procPath, "self", "status"), 64<<10)
+	status, _, err := procmem.ReadProcFile(filepath.Join(procPath, "self", "status"), nil, 64<<10)
 	if err != nil {
 		return ""
 	}
@@ -240,7 +242,7 @@ func openBeneathFD(dirfd int, name string, flags int) (int, error) {
 // innermostNSPID returns the pid of the process in its own pid namespace,
 // the last NSpid of /proc/<pid>/status.
 func innermostNSPID(procPath string, pid int) (int, error) {
-	b, err := readCapped(filepath.Join(procPath, strconv.Itoa(pid), "status"), 64<<10)
+	b, _, err := procmem.ReadProcFile(filepath.Join(procPath, strconv.Itoa(pid), "status"), nil, 64<<10)
 	if err != nil {
 		return 0, err
 	}

@@ -308,7 +308,7 @@ func cleaner(table *procmem.ProcessTable, found *discovery, dead int, l *life) (
 // dead reports whether a process whose memory is gone has ended (a zombie
 // its parent has not reaped yet), rather than still exiting.
 func (e *ends) dead(pid int) bool {
-	b, err := readCapped(filepath.Join(e.procPath, strconv.Itoa(pid), "stat"), 4096)
+	b, _, err := procmem.ReadProcFile(filepath.Join(e.procPath, strconv.Itoa(pid), "stat"), nil, 4096)
 	if err != nil {
 		return true
 	}

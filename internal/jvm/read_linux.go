@@ -67,23 +67,6 @@ func readFD(fd int, buf []byte, hint, limit int) ([]byte, error) {
 	return data, err
 }
 
-// readCapped reads at most limit bytes of a file; a longer file is an error.
-func readCapped(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%w: %s has more than %d bytes", ErrTooLarge, path, limit)
-	}
-	return b, nil
-}
-
 // readTruncated reads at most limit bytes of a file and drops the rest:
 // command lines and environments are long, and their start is what counts.
 func readTruncated(path string, limit int64) ([]byte, error) {

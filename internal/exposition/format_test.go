@@ -1,14 +1,12 @@
-package collector
+package exposition
 
 import (
 	"bytes"
 	"math"
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf8"
 
-	"github.com/go-kit/log"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -50,12 +48,12 @@ func sample(typ dto.MetricType, v float64, labels ...string) *dto.Metric {
 }
 
 // The fast path writes what expfmt writes, byte for byte, in both formats:
-// 100 JVMs' series, and values and strings that need care.
+// 100 subjects' series, and values and strings that need care.
 func TestAppendTextAgreesWithExpfmt(t *testing.T) {
-	c := NewJVMCollector(nil, log.NewNopLogger()).(*jvmCollector)
+	f := newFixture()
 	g, k := dto.MetricType_GAUGE, dto.MetricType_COUNTER
 	sets := map[string][]*dto.MetricFamily{
-		"100 JVMs": setFamilies(t, c, c.series(syntheticView(t, 100, time.Now()))),
+		"100 subjects": gather(t, f.collector(f.subjects(100))),
 		"care": {
 			family("a_gauge", "help with \\ and \n and \"quotes\"", g,
 				sample(g, 0), sample(g, math.Copysign(0, -1), "l", "neg zero"), sample(g, 1, "l", `back\slash`), sample(g, -1, "l", "new\nline"),
@@ -125,7 +123,7 @@ func FuzzAppendText(f *testing.F) {
 
 // appendText appends families in the Prometheus text format, or in
 // OpenMetrics without its "# EOF", with the escaping and number
-// formatting the per-JVM lines are rendered with (jvm_render.go), for
+// formatting the subjects' lines are rendered with (sink.go), for
 // gauges and counters with legacy names and no timestamps, exemplars or
 // created times: TestAppendTextAgreesWithExpfmt and FuzzAppendText hold
 // it, and so those, to expfmt's bytes. ok is false, and b unchanged, for

@@ -1,0 +1,75 @@
+package collector
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/executor-exporter/executor_exporter/internal/exposition"
+)
+
+// Handler serves every collector's series and g's (the build info, the
+// exporter's own metrics), as promhttp does. Each request serves one
+// snapshot of the JVM tracker's view: its collectors' series and the
+// per-JVM series come from the same view, whatever other requests run at
+// the same time.
+func (ec *ExecutorCollector) Handler(g prometheus.Gatherer, opts promhttp.HandlerOpts) http.Handler {
+	fallback := promhttp.HandlerForTransactional(ec.Gatherer(g), opts)
+	jc, _ := ec.Collectors["jvm"].(*jvmCollector)
+	if jc == nil {
+		return fallback
+	}
+	return exposition.Handler(jc.table, textSource{ec: ec, jc: jc, g: g}, fallback, opts)
+}
+
+// textSource is what Handler serves in the text formats.
+type textSource struct {
+	ec *ExecutorCollector
+	jc *jvmCollector
+	g  prometheus.Gatherer
+}
+
+func (s textSource) Snapshot(openMetrics bool) ([]*dto.MetricFamily, []*exposition.Text, error) {
+	set := s.jc.snapshot()
+	mfs, err := s.ec.gatherWith(set, false, s.g)
+	if err != nil {
+		return nil, nil, err
+	}
+	return mfs, s.jc.texts(set, openMetrics), nil
+}
+
+// Gatherer gathers every collector and g — the build info, the exporter's
+// own metrics — from one snapshot of the tracker's view, with the per-JVM
+// series as const metrics. It is for formats other than text (protobuf),
+// through promhttp.HandlerForTransactional.
+func (ec *ExecutorCollector) Gatherer(g prometheus.Gatherer) prometheus.TransactionalGatherer {
+	jc, _ := ec.Collectors["jvm"].(*jvmCollector)
+	return servedGatherer{g: g, ec: ec, jc: jc}
+}
+
+type servedGatherer struct {
+	g  prometheus.Gatherer
+	ec *ExecutorCollector
+	jc *jvmCollector
+}
+
+func (p servedGatherer) Gather() ([]*dto.MetricFamily, func(), error) {
+	var set *jvmSet
+	if p.jc != nil {
+		set = p.jc.snapshot()
+	}
+	mfs, err := p.ec.gatherWith(set, true, p.g)
+	return mfs, func() {}, err
+}
+
+// gatherWith gathers every collector, the jvm collector from set (nil:
+// there is none), with its per-JVM series or without, and g.
+func (ec *ExecutorCollector) gatherWith(set *jvmSet, perJVM bool, g prometheus.Gatherer) ([]*dto.MetricFamily, error) {
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(fromSnapshot{ec: ec, set: set, perJVM: perJVM}); err != nil {
+		return nil, err
+	}
+	return prometheus.Gatherers{reg, g}.Gather()
+}
