@@ -1,9 +1,6 @@
 package collector
 
 import (
-	"bytes"
-	"compress/gzip"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -15,11 +12,11 @@ import (
 	"github.com/go-kit/log"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
 	"github.com/executor-exporter/executor_exporter/internal/cloud"
+	"github.com/executor-exporter/executor_exporter/internal/exposition/expositiontest"
 	"github.com/executor-exporter/executor_exporter/internal/jvm"
 	"github.com/executor-exporter/executor_exporter/internal/nativemem"
 	"github.com/executor-exporter/executor_exporter/internal/testjvm"
@@ -60,34 +57,12 @@ func TestTextHandlerServesWhatPromhttpServes(t *testing.T) {
 
 	get := func(h http.Handler, accept, encoding string) (*httptest.ResponseRecorder, string) {
 		t.Helper()
-		req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
-		req.Header.Set("Accept", accept)
-		if encoding != "" {
-			req.Header.Set("Accept-Encoding", encoding)
-		}
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
+		rec, body := expositiontest.Serve(t, h, accept, encoding)
 		if rec.Code != http.StatusOK {
 			t.Fatalf("status %d: %s", rec.Code, rec.Body)
 		}
-		body := rec.Body.String()
-		if cl := rec.Header().Get("Content-Length"); cl != "" && cl != strconv.Itoa(len(body)) {
-			t.Fatalf("Content-Length %s, body %d bytes", cl, len(body))
-		}
-		if rec.Header().Get("Content-Encoding") == "gzip" {
-			zr, err := gzip.NewReader(rec.Body)
-			if err != nil {
-				t.Fatal(err)
-			}
-			zr.Multistream(false)
-			b, err := io.ReadAll(zr) // checks the CRC and the length
-			if err != nil {
-				t.Fatalf("gzip: %v", err)
-			}
-			if rest, _ := io.ReadAll(rec.Body); len(rest) > 0 {
-				t.Fatalf("%d bytes after the gzip member", len(rest))
-			}
-			body = string(b)
+		if cl := rec.Header().Get("Content-Length"); cl != "" && cl != strconv.Itoa(rec.Body.Len()) {
+			t.Fatalf("Content-Length %s, body %d bytes", cl, rec.Body.Len())
 		}
 		return rec, body
 	}
@@ -160,7 +135,7 @@ func TestRenderedTextIsWhatARegistryServes(t *testing.T) {
 		set := c.series(view)
 		for _, om := range []bool{false, true} {
 			got := renderSet(t, c, set, om)
-			want := string(expfmtText(t, setFamilies(t, c, set), om))
+			want := string(expositiontest.ExpfmtText(t, setFamilies(t, c, set), om))
 			if om {
 				want += "# EOF\n"
 			}
@@ -183,22 +158,4 @@ func TestRenderedTextIsWhatARegistryServes(t *testing.T) {
 			}
 		}
 	}
-}
-
-// expfmtText is what expfmt writes for families (OpenMetrics without its
-// "# EOF").
-func expfmtText(t testing.TB, families []*dto.MetricFamily, openMetrics bool) []byte {
-	t.Helper()
-	format := expfmt.NewFormat(expfmt.TypeTextPlain)
-	if openMetrics {
-		format = expfmt.NewFormat(expfmt.TypeOpenMetrics)
-	}
-	var buf bytes.Buffer
-	enc := expfmt.NewEncoder(&buf, format)
-	for _, f := range families {
-		if err := enc.Encode(f); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return buf.Bytes()
 }

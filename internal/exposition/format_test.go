@@ -8,27 +8,10 @@ import (
 	"unicode/utf8"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-)
 
-// expfmtText is what expfmt writes for families (OpenMetrics without its
-// "# EOF").
-func expfmtText(t testing.TB, families []*dto.MetricFamily, openMetrics bool) []byte {
-	t.Helper()
-	format := expfmt.NewFormat(expfmt.TypeTextPlain)
-	if openMetrics {
-		format = expfmt.NewFormat(expfmt.TypeOpenMetrics)
-	}
-	var buf bytes.Buffer
-	enc := expfmt.NewEncoder(&buf, format)
-	for _, f := range families {
-		if err := enc.Encode(f); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return buf.Bytes()
-}
+	"github.com/executor-exporter/executor_exporter/internal/exposition/expositiontest"
+)
 
 func family(name, help string, typ dto.MetricType, metrics ...*dto.Metric) *dto.MetricFamily {
 	return &dto.MetricFamily{Name: new(name), Help: new(help), Type: typ.Enum(), Metric: metrics}
@@ -69,7 +52,7 @@ func TestAppendTextAgreesWithExpfmt(t *testing.T) {
 			if !ok {
 				t.Fatalf("%s (OpenMetrics %v): fast path refused", name, om)
 			}
-			if want := expfmtText(t, families, om); !bytes.Equal(got, want) {
+			if want := expositiontest.ExpfmtText(t, families, om); !bytes.Equal(got, want) {
 				t.Errorf("%s (OpenMetrics %v): fast path\n%s\nexpfmt\n%s", name, om, got, want)
 			}
 		}
@@ -115,7 +98,7 @@ func FuzzAppendText(f *testing.F) {
 		if !ok {
 			t.Fatal("refused")
 		}
-		if want := expfmtText(t, families, om); !bytes.Equal(got, want) {
+		if want := expositiontest.ExpfmtText(t, families, om); !bytes.Equal(got, want) {
 			t.Fatalf("fast path %q, expfmt %q", got, want)
 		}
 	})

@@ -2,8 +2,6 @@ package exposition
 
 import (
 	"bytes"
-	"compress/gzip"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -15,6 +13,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/executor-exporter/executor_exporter/internal/exposition/expositiontest"
 )
 
 // registrySeries are series of a registry's that the table's families
@@ -60,9 +60,9 @@ func TestHandlerServesWhatPromhttpServes(t *testing.T) {
 	got := Handler(f.table, fixtureSource{f: f, subjects: subjects, registry: gather(t, registrySeries())}, fallback, opts)
 
 	for _, accept := range []string{"application/openmetrics-text;version=1.0.0", "text/plain;version=0.0.4"} {
-		wantRec, wantBody := serve(t, want, accept, "gzip")
+		wantRec, wantBody := expositiontest.Serve(t, want, accept, "gzip")
 		for _, enc := range []string{"gzip", "", "gzip;q=0", "deflate, gzip;q=0.5"} {
-			rec, body := serve(t, got, accept, enc)
+			rec, body := expositiontest.Serve(t, got, accept, enc)
 			if !slices.Equal(sortedLines(body), sortedLines(wantBody)) {
 				t.Fatalf("Accept %q, Accept-Encoding %q: handler and promhttp differ:\n%s\n\npromhttp:\n%s", accept, enc, body, wantBody)
 			}
@@ -84,37 +84,9 @@ func TestHandlerServesWhatPromhttpServes(t *testing.T) {
 			}
 		}
 	}
-	if rec, _ := serve(t, got, "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited", ""); rec.Code != http.StatusTeapot {
+	if rec, _ := expositiontest.Serve(t, got, "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited", ""); rec.Code != http.StatusTeapot {
 		t.Errorf("protobuf asked: status %d, not the fallback's", rec.Code)
 	}
-}
-
-// serve is h's answer to a scrape, its body decompressed.
-func serve(t *testing.T, h http.Handler, accept, encoding string) (*httptest.ResponseRecorder, string) {
-	t.Helper()
-	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
-	req.Header.Set("Accept", accept)
-	if encoding != "" {
-		req.Header.Set("Accept-Encoding", encoding)
-	}
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
-	if rec.Header().Get("Content-Encoding") != "gzip" {
-		return rec, rec.Body.String()
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(rec.Body.Bytes()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	zr.Multistream(false)
-	body, err := io.ReadAll(zr) // checks the CRC and the length
-	if err != nil {
-		t.Fatalf("gzip: %v", err)
-	}
-	if rest, _ := io.ReadAll(zr); len(rest) > 0 {
-		t.Fatalf("%d bytes after the gzip member", len(rest))
-	}
-	return rec, string(body)
 }
 
 func sortedLines(body string) []string {

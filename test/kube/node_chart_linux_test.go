@@ -22,16 +22,6 @@ const (
 	chartRelease = "ee"
 )
 
-// realNodeLabels are the labels the node's kubelet registers with
-// (--node-labels), as a managed node group's bootstrap passes them.
-var realNodeLabels = map[string]string{
-	"node.kubernetes.io/instance-type": "m6i.2xlarge",
-	"topology.kubernetes.io/region":    "eu-west-1",
-	"topology.kubernetes.io/zone":      "eu-west-1a",
-	"karpenter.sh/nodepool":            "spark-executors",
-	"karpenter.sh/capacity-type":       "spot",
-}
-
 // chartPod is the exporter's pod of the chart's DaemonSet on the node.
 type chartPod struct {
 	name string

@@ -119,7 +119,7 @@ podLogsDir: %[7]s
 	writeFile(t, filepath.Join(n.dir, "kubelet.yaml"), []byte(config))
 	cmd := exec.Command(kubelet, "--config="+filepath.Join(n.dir, "kubelet.yaml"), "--kubeconfig="+kubeconfig,
 		"--root-dir="+filepath.Join(n.dir, "kubelet"), "--hostname-override="+n.name, "--node-ip="+n.ip, "--v=2",
-		"--node-labels="+nodeLabelsFlag(realNodeLabels))
+		"--node-labels="+nodeLabelsFlag(nodeLabels))
 	n.kubelet = startProcess(t, "kubelet", cmd)
 	t.Cleanup(func() { n.removePods(t) })
 
