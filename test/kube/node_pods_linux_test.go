@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -228,13 +229,7 @@ func checkPodCapabilities(t *testing.T, c *cluster, n *node, jvmPID int) {
 }
 
 func without(all []string, drop string) []string {
-	var out []string
-	for _, c := range all {
-		if c != drop {
-			out = append(out, c)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(all), func(c string) bool { return c == drop })
 }
 
 // shippedCapabilities are the capabilities the chart's container adds.
