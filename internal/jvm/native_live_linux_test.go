@@ -62,11 +62,20 @@ func TestNativeBreakdownNamesEachLeak(t *testing.T) {
 			waitLine(t, j, "leaked", 90*time.Second)
 			leaked := time.Now()
 			var g nativemem.Growth
-			testenv.WaitFor(t, 60*time.Second, tc.kind+" named as what grew", func() bool {
+			read := false
+			defer func() {
+				if t.Failed() {
+					t.Logf("%s: breakdown read after the leak %v; last growth %s (region %q, %d of %d MiB)", tc.kind, read, g, g.Region, g.Bytes>>20, g.Total>>20)
+				}
+			}()
+			// Six JVMs leak at once, beside the rest of the suite: under
+			// that load a breakdown after the leak can take a minute.
+			testenv.WaitFor(t, 120*time.Second, tc.kind+" named as what grew", func() bool {
 				s, ok := tr.LastSample(j.PID)
 				if !ok || s.Native == nil || !s.Native.Last.Time.After(leaked) {
 					return false
 				}
+				read = true
 				g = s.Native.Growth()
 				return g.Region == tc.region && g.Total > 0 && float64(g.Bytes) >= 0.5*float64(g.Total)
 			})
