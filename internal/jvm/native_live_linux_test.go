@@ -49,8 +49,10 @@ func TestNativeBreakdownNamesEachLeak(t *testing.T) {
 		{"mapped", "mapped_files", []string{"--file", mapped}},
 		{"shm", nativemem.Shmem, []string{"--file", shm}},
 	} {
+		// One leak at a time: six at once beside the rest of the suite left
+		// a JVM without any breakdown read for two minutes after its leak
+		// (.ci/run, twice in three runs).
 		t.Run(tc.kind, func(t *testing.T) {
-			t.Parallel()
 			cg := testenv.NewMemoryCgroup(t, 1<<30)
 			j := testjvm.Start(t, testjvm.Options{
 				MainClass: "standin.Leak",
@@ -68,8 +70,6 @@ func TestNativeBreakdownNamesEachLeak(t *testing.T) {
 					t.Logf("%s: breakdown read after the leak %v; last growth %s (region %q, %d of %d MiB)", tc.kind, read, g, g.Region, g.Bytes>>20, g.Total>>20)
 				}
 			}()
-			// Six JVMs leak at once, beside the rest of the suite: under
-			// that load a breakdown after the leak can take a minute.
 			testenv.WaitFor(t, 120*time.Second, tc.kind+" named as what grew", func() bool {
 				s, ok := tr.LastSample(j.PID)
 				if !ok || s.Native == nil || !s.Native.Last.Time.After(leaked) {
