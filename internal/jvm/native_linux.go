@@ -200,8 +200,7 @@ func (r *nativeReader) moved(was, is uint64) bool {
 }
 
 // based: the base growth is measured from is set, being the first
-// breakdown taken once the JVM's start-up was over. Until then each
-// breakdown is the base.
+// breakdown taken once the JVM's start-up was over.
 func based(m *NativeMemory, j *JVM, startup time.Duration) bool {
 	return m != nil && m.First.Time.Sub(j.ProcessStart) >= startup
 }
@@ -241,7 +240,11 @@ func (r *nativeReader) read(s *nativeState, j *JVM, now time.Time) {
 		HasShmem: j.HasCgroup && j.Cgroup.HasShmem,
 	}
 	mem := &NativeMemory{First: reading, Last: reading, Checked: now}
-	if based(s.mem, j, r.cfg.Startup) {
+	// The base stays once set. Until then growth is measured from the
+	// first breakdown, so that a JVM killed in its first minute is judged
+	// by what grew since; the first breakdown after the start-up replaces
+	// it.
+	if s.mem != nil && (based(s.mem, j, r.cfg.Startup) || !based(mem, j, r.cfg.Startup)) {
 		mem.First = s.mem.First
 	}
 	r.mu.Lock()
