@@ -1,9 +1,11 @@
 package jvm
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,8 +29,9 @@ func TestNativeBreakdownNamesEachLeak(t *testing.T) {
 	testjvm.RequireJava(t)
 	cfg := DefaultNativeConfig
 	cfg.Startup, cfg.MinInterval = 10*time.Second, 2*time.Second
+	logs := &lockedLog{} // the tracker's: a breakdown that cannot be read is logged
 	tr, err := NewTracker(Config{ProcFS: "/proc", SysFS: "/sys", Sampling: SamplingConfig{Slowest: time.Second}, Retention: time.Minute,
-		MaxProcesses: 100, MaxAge: time.Second, Native: cfg}, log.NewNopLogger())
+		MaxProcesses: 100, MaxAge: time.Second, Native: cfg}, log.NewLogfmtLogger(logs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +70,9 @@ func TestNativeBreakdownNamesEachLeak(t *testing.T) {
 			read := false
 			defer func() {
 				if t.Failed() {
-					t.Logf("%s: breakdown read after the leak %v; last growth %s (region %q, %d of %d MiB)", tc.kind, read, g, g.Region, g.Bytes>>20, g.Total>>20)
+					reads, checks := tr.NativeReads()
+					t.Logf("%s: breakdown read after the leak %v; last growth %s (region %q, %d of %d MiB); %d reads, %d checks; the tracker's log:\n%s",
+						tc.kind, read, g, g.Region, g.Bytes>>20, g.Total>>20, reads, checks, logs.String())
 				}
 			}()
 			testenv.WaitFor(t, 120*time.Second, tc.kind+" named as what grew", func() bool {
@@ -101,4 +106,22 @@ func waitLine(t *testing.T, j *testjvm.JVM, line string, timeout time.Duration) 
 			t.Fatalf("the JVM did not print %q within %v", line, timeout)
 		}
 	}
+}
+
+// lockedLog is a log the tracker writes while the test reads it.
+type lockedLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }

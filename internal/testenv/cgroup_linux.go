@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -184,5 +185,34 @@ func RemoveCgroupTree(t testing.TB, dir string) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Errorf("could not remove cgroup %s: %v", dir, err)
+	t.Errorf("could not remove cgroup %s: %v%s", dir, err, cgroupTasks(dir))
+}
+
+// cgroupTasks lists what is left in the cgroups below dir: each one's
+// threads (tasks, or cgroup.threads on the unified hierarchy) with their
+// state and parent, and cgroup.events where there is one.
+func cgroupTasks(dir string) string {
+	var b strings.Builder
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		fmt.Fprintf(&b, "\n  %s", p)
+		if ev, err := os.ReadFile(filepath.Join(p, "cgroup.events")); err == nil {
+			fmt.Fprintf(&b, " [%s]", strings.Join(strings.Fields(string(ev)), " "))
+		}
+		for _, f := range []string{"tasks", "cgroup.threads"} {
+			ids, err := os.ReadFile(filepath.Join(p, f))
+			if err != nil {
+				continue
+			}
+			for _, id := range strings.Fields(string(ids)) {
+				stat, _ := os.ReadFile("/proc/" + id + "/stat")
+				fmt.Fprintf(&b, "\n    %s %s", id, strings.TrimSpace(string(stat)))
+			}
+			break
+		}
+		return nil
+	})
+	return b.String()
 }

@@ -101,11 +101,23 @@ func bootMachine(t *testing.T, root string, binds ...bind) *machine {
 	m.nspawn = exec.Command("sh", append([]string{"-c", script, "sh", nspawn}, args...)...)
 	m.nspawn.Stdout, m.nspawn.Stderr = m.out, m.out
 	m.nspawn.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := m.nspawn.Start(); err != nil {
+	// Pdeathsig follows the thread that started nspawn, not the test: that
+	// thread is kept, locked to the goroutine that waits for nspawn, so that
+	// no other goroutine's end can end it.
+	done, started := make(chan struct{}), make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		defer close(done)
+		err := m.nspawn.Start()
+		started <- err
+		if err == nil {
+			_ = m.nspawn.Wait()
+		}
+	}()
+	if err := <-started; err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	go func() { _ = m.nspawn.Wait(); close(done) }()
 	t.Cleanup(func() {
 		// SIGTERM to nspawn powers the machine off; its systemd stops
 		// every unit first.
@@ -190,8 +202,10 @@ func (m *machine) startJVM(t *testing.T, user, jdkBin string, cg testenv.MemoryC
 }
 
 // dial connects to address from inside the machine's network namespace:
-// a locked thread enters it and is thrown away after (the goroutine ends
-// locked).
+// a locked thread enters it, dials, and returns to the test's namespace
+// before it is unlocked. A goroutine that ends locked ends its thread, and
+// the thread that started nspawn may be that one: its end would send
+// nspawn its Pdeathsig, leaving the machine's systemd running orphaned.
 func (m *machine) dial(network, address string) (net.Conn, error) {
 	ns, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", m.leader))
 	if err != nil {
@@ -205,11 +219,24 @@ func (m *machine) dial(network, address string) (net.Conn, error) {
 	done := make(chan result, 1)
 	go func() {
 		runtime.LockOSThread()
+		own, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			runtime.UnlockOSThread()
+			done <- result{err: err}
+			return
+		}
+		defer own.Close()
 		if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
 			done <- result{err: fmt.Errorf("entering the machine's network namespace: %w", err)}
 			return
 		}
 		c, err := net.DialTimeout(network, address, 10*time.Second)
+		// Back in the test's namespace the thread is like any other; if it
+		// cannot go back, it stays locked and ends with the goroutine.
+		if unix.Setns(int(own.Fd()), unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
+		}
 		done <- result{c, err}
 	}()
 	r := <-done
