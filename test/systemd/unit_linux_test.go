@@ -40,10 +40,12 @@ const (
 
 // TestUnitUnderSystemd installs the release archive into a Debian root
 // booted with its systemd, with the EMR bootstrap action (it checks the
-// archive against sha256sums.txt and enables the unit), and runs it: a dynamic user with three ambient capabilities reads another
-// user's JVM in full through /proc/<pid>/root; the oom collector reads
-// /dev/kmsg behind DevicePolicy=closed and counts a kernel kill; restart
-// and stop are clean; systemd-analyze security judges the running unit.
+// archive against sha256sums.txt and enables the unit), and runs it: a
+// dynamic user with three ambient capabilities reads another user's JVM
+// in full through /proc/<pid>/root; the oom collector reads /dev/kmsg
+// behind DevicePolicy=closed and counts a kernel kill; restart and stop
+// are clean; systemd-analyze security judges the running unit. Then the
+// Dataproc initialization action installs it again.
 func TestUnitUnderSystemd(t *testing.T) {
 	testenv.RequireRoot(t)
 	testjvm.RequireJava(t)
@@ -136,6 +138,31 @@ func TestUnitUnderSystemd(t *testing.T) {
 			t.Errorf("the unit's journal has %q:\n%s", bad, journal)
 		}
 	}
+
+	t.Run("dataproc-init.sh", func(t *testing.T) { checkDataprocInit(t, m, e, version, spark.NSPID) })
+}
+
+// checkDataprocInit installs the release again over the stopped unit with
+// the Dataproc initialization action, its metadata given as the
+// environment (no metadata server here): the unit is enabled and started
+// with the YARN configuration directory Dataproc writes, and reads the JVM
+// in full.
+func checkDataprocInit(t *testing.T, m *machine, e *exporter, version string, sparkPID int) {
+	out, err := m.run(t, "env", "EXECUTOR_EXPORTER_VERSION="+version, "EXECUTOR_EXPORTER_RELEASE_URL=/mnt/release",
+		"EXECUTOR_EXPORTER_ARGS=--cloud.provider=none --jvm.sample-interval=500ms", "bash", "/mnt/yarn/dataproc-init.sh")
+	if err != nil {
+		t.Fatalf("dataproc-init.sh: %v\n%s", err, out)
+	}
+	if state, _ := m.run(t, "systemctl", "is-enabled", "executor_exporter.service"); strings.TrimSpace(state) != "enabled" {
+		t.Errorf("after the initialization action the unit is %q, want enabled", strings.TrimSpace(state))
+	}
+	if args := m.mustRun(t, "cat", "/etc/default/executor_exporter"); !strings.Contains(args, "--yarn.conf-dir=/etc/hadoop/conf") {
+		t.Errorf("/etc/default/executor_exporter does not name Dataproc's YARN configuration:\n%s", args)
+	}
+	testenv.WaitFor(t, 60*time.Second, "the unit to serve /metrics after dataproc-init.sh", func() bool { return e.up() })
+	checkJVMReadInFull(t, e, sparkPID)
+	// Stopped before the machine powers off, as after the EMR install.
+	m.mustRun(t, "systemctl", "stop", "executor_exporter.service")
 }
 
 // checkServiceProcess checks the unit's main process as systemd started it
