@@ -2,9 +2,7 @@ package jvm
 
 import (
 	"bytes"
-	"errors"
 	"path"
-	"strconv"
 	"strings"
 
 	"github.com/executor-exporter/executor_exporter/internal/cgroupid"
@@ -307,20 +305,4 @@ func (c Command) Merge(env Environment) Command {
 		c.AppID = env.AppID
 	}
 	return c
-}
-
-// parseNSPID returns the last number of the NSpid line of a status file.
-func parseNSPID(status []byte) (int, error) {
-	for _, line := range strings.Split(string(status), "\n") {
-		rest, ok := strings.CutPrefix(line, "NSpid:")
-		if !ok {
-			continue
-		}
-		fields := strings.Fields(rest)
-		if len(fields) == 0 {
-			return 0, errors.New("empty NSpid line")
-		}
-		return strconv.Atoi(fields[len(fields)-1])
-	}
-	return 0, errors.New("no NSpid line")
 }

@@ -145,23 +145,3 @@ func TestParseEnvironAndMerge(t *testing.T) {
 		t.Errorf("a malformed CONTAINER_ID taken: %+v", got)
 	}
 }
-
-func TestParseNSPID(t *testing.T) {
-	tests := []struct {
-		in      string
-		want    int
-		wantErr bool
-	}{
-		{"Name:\tjava\nNSpid:\t4242\n", 4242, false},
-		{"Name:\tjava\nNSpid:\t4242\t17\t1\nPPid:\t1\n", 1, false},
-		{"Name:\tjava\n", 0, true},
-		{"NSpid:\t\n", 0, true},
-		{"NSpid:\tx\n", 0, true},
-	}
-	for _, tt := range tests {
-		got, err := parseNSPID([]byte(tt.in))
-		if (err != nil) != tt.wantErr || got != tt.want {
-			t.Errorf("parseNSPID(%q) = %d, %v; want %d, err %v", tt.in, got, err, tt.want, tt.wantErr)
-		}
-	}
-}

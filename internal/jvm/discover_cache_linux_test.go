@@ -67,13 +67,13 @@ func TestDiscoveryCachesRoots(t *testing.T) {
 	if got := scan(); !has(got, first.PID) {
 		t.Fatalf("first scan: %+v, want JVM %d", got, first.PID)
 	}
-	all := d.inspected
+	all := w.RootReads
 	if got := scan(); !has(got, first.PID) {
 		t.Fatalf("second scan: %+v, want JVM %d", got, first.PID)
 	}
 	// Other work on the machine starts processes now and then; a scan
 	// looks at those, not at the hundreds already known.
-	if again := d.inspected - all; again > all/2 {
+	if again := w.RootReads - all; again > all/2 {
 		t.Errorf("second scan inspected %d processes again (first: %d)", again, all)
 	}
 	second := testjvm.Start(t, testjvm.Options{MainClass: testjvm.IdleClass, Args: []string{"--exit-after-s", "300"}})
@@ -87,7 +87,7 @@ func TestDiscoveryCachesRoots(t *testing.T) {
 	// saw none is the one checked.
 	last := scan()
 	for try := 0; ; try++ {
-		inspected, relisted, reused := d.inspected, d.relisted, d.reused
+		inspected, relisted, reused := w.RootReads, d.relisted, d.reused
 		table, got := find()
 		if table.Changed() {
 			last = got
@@ -97,9 +97,9 @@ func TestDiscoveryCachesRoots(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 			continue
 		}
-		if d.reused != reused+1 || d.inspected != inspected || d.relisted != relisted {
+		if d.reused != reused+1 || w.RootReads != inspected || d.relisted != relisted {
 			t.Errorf("unchanged table: reused %d→%d, inspected %d→%d, relisted %d→%d; want reused +1, nothing looked at",
-				reused, d.reused, inspected, d.inspected, relisted, d.relisted)
+				reused, d.reused, inspected, w.RootReads, relisted, d.relisted)
 		}
 		if !slices.Equal(got, last) || !has(got, first.PID) || !has(got, second.PID) {
 			t.Errorf("unchanged table: %+v, want the last scan's %+v", got, last)
@@ -140,10 +140,10 @@ func TestDiscoveryListsChangedRootsOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := newDiscovery(dir + "/proc")
-	d.pids[100] = &discovered{root: d.intern(rootKey{mntNS: "mnt:[1]"})}
+	root := procmem.Root{MountNS: "mnt:[1]"}
 	check := func(what string, want map[int][]string, relisted int) {
 		t.Helper()
-		got, err := d.list(100)
+		got, err := d.list(100, root)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,8 +11,6 @@ import (
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/executor-exporter/executor_exporter/internal/procmem"
 )
 
 // MaxHsperfBytes bounds how much of an hsperfdata file is read. HotSpot's
@@ -26,13 +24,6 @@ type Candidate struct {
 	PID   int    // pid in procfs's pid namespace
 	NSPID int    // innermost pid: the file name
 	Dir   string // hsperfdata_<user> directory under the process's /tmp
-}
-
-// rootKey identifies what a process sees as "/tmp": processes in the same
-// mount namespace with the same root directory share one listing.
-type rootKey struct {
-	mntNS    string
-	dev, ino uint64
 }
 
 // candidatesIn lists the hsperfdata files of every group of processes that
@@ -70,55 +61,6 @@ func candidatesIn(groups [][]int, list func(pid int) (map[int][]string, error), 
 		return found[i].Dir < found[j].Dir
 	})
 	return found
-}
-
-// pidInNamespace returns pid as the process sees itself: the same in
-// procfs's own pid namespace (procfsPIDNS), the innermost NSpid otherwise.
-func pidInNamespace(procPath, procfsPIDNS string, pid int) (int, error) {
-	if ns, _ := os.Readlink(filepath.Join(procPath, strconv.Itoa(pid), "ns", "pid")); ns != "" && ns == procfsPIDNS {
-		return pid, nil
-	}
-	return innermostNSPID(procPath, pid)
-}
-
-// procfsPIDNamespace returns the pid namespace procPath shows pids of, or
-// "" when it cannot tell. Its pid 1 lives there, but may not be
-// inspectable (a non-dumpable init); the exporter itself lives there when
-// its NSpid has a single entry.
-func procfsPIDNamespace(procPath string) string {
-	if ns, err := os.Readlink(filepath.Join(procPath, "1", "ns", "pid")); err == nil {
-		return ns
-	}
-	status, _, err := procmem.ReadProcFile(filepath.Join(procPath, "self", "status"), nil, 64<<10)
-	if err != nil {
-		return ""
-	}
-	for _, line := range strings.Split(string(status), "\n") {
-		if rest, ok := strings.CutPrefix(line, "NSpid:"); ok && len(strings.Fields(rest)) == 1 {
-			ns, _ := os.Readlink(filepath.Join(procPath, "self", "ns", "pid"))
-			return ns
-		}
-	}
-	return ""
-}
-
-// processRoot returns the key of the process's view of the file system,
-// for the pid directory name beneath the open /proc dirfd; link is scratch
-// space for the namespace link. Without permission to read the mount
-// namespace link, the process gets a group of its own (keyed by pid), which
-// costs a listing but loses nothing.
-func processRoot(dirfd int, pid string, link []byte) (rootKey, bool) {
-	var st unix.Stat_t
-	if err := unix.Fstatat(dirfd, pid+"/root", &st, 0); err != nil {
-		return rootKey{}, false
-	}
-	var mnt string
-	if n, err := unix.Readlinkat(dirfd, pid+"/ns/mnt", link); err == nil && n < len(link) {
-		mnt = string(link[:n])
-	} else {
-		mnt = "pid:" + pid
-	}
-	return rootKey{mntNS: mnt, dev: st.Dev, ino: st.Ino}, true
 }
 
 // listHsperfFiles lists <root>/tmp/hsperfdata_*/<number> beneath the
@@ -237,14 +179,4 @@ func openBeneathFD(dirfd int, name string, flags int) (int, error) {
 		cur = fd
 	}
 	return cur, nil
-}
-
-// innermostNSPID returns the pid of the process in its own pid namespace,
-// the last NSpid of /proc/<pid>/status.
-func innermostNSPID(procPath string, pid int) (int, error) {
-	b, _, err := procmem.ReadProcFile(filepath.Join(procPath, strconv.Itoa(pid), "status"), nil, 64<<10)
-	if err != nil {
-		return 0, err
-	}
-	return parseNSPID(b)
 }

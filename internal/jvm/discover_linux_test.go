@@ -2,6 +2,7 @@ package jvm
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -20,7 +21,9 @@ type fakeProc struct {
 }
 
 func newFakeProc(t *testing.T) *fakeProc {
-	return &fakeProc{t: t, dir: t.TempDir()}
+	f := &fakeProc{t: t, dir: t.TempDir()}
+	mustWrite(t, filepath.Join(f.dir, "stat"), []byte(fmt.Sprintf("cpu  1 2 3 4 5 6 7 8 9 10\nbtime %d\n", fixtureBoot)))
+	return f
 }
 
 func (f *fakeProc) process(pid int, nspids string) string {
@@ -30,6 +33,11 @@ func (f *fakeProc) process(pid int, nspids string) string {
 		f.t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(p, "status"), []byte("Name:\tjava\nNSpid:\t"+nspids+"\n"), 0o644); err != nil {
+		f.t.Fatal(err)
+	}
+	// A process table lists it: started 1000 s after boot.
+	stat := fmt.Sprintf("%d (java) S 1 %d %d 0 -1 4194304 0 0 0 0 0 0 0 0 20 0 1 0 100000 1000 100 18446744073709551615 1 2 3 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n", pid, pid, pid)
+	if err := os.WriteFile(filepath.Join(p, "stat"), []byte(stat), 0o644); err != nil {
 		f.t.Fatal(err)
 	}
 	return filepath.Join(p, "root")

@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-kit/log"
 
+	"github.com/executor-exporter/executor_exporter/internal/procmem"
 	"github.com/executor-exporter/executor_exporter/internal/testjvm"
 )
 
@@ -49,12 +50,12 @@ func BenchmarkExitsWork(b *testing.B) {
 		for k := range view.JVMs {
 			j := &view.JVMs[k]
 			p, _ := table.Process(j.PID)
-			tr.ends.observe(nil, p, 0, nil, j, gcMark{}, now)
+			tr.ends.observe(nil, p, 0, procmem.Root{}, j, gcMark{}, now)
 		}
 		if jvms := jvmsIn(table, candidates); len(jvms) < len(candidates) {
 			b.Fatalf("%d JVMs found, %d candidates", len(jvms), len(candidates))
 		}
-		if gone := tr.ends.find(table, tr.found, now); len(gone) != 0 {
+		if gone := tr.ends.find(table, tr.ids, now); len(gone) != 0 {
 			b.Fatalf("%d JVMs gone", len(gone))
 		}
 	}

@@ -54,10 +54,10 @@ type life struct {
 	unlinkedSince time.Time
 	marks         [2]gcMark
 	fullRead      gcMark // the last read that found the heap full
-	// root (the JVM's view of /tmp) and euid say which JVMs share its
-	// hsperfdata directory: one of them starting deletes its file once it
-	// is gone.
-	root *rootKey
+	// root (the JVM's view of /tmp; zero when unknown) and euid say which
+	// JVMs share its hsperfdata directory: one of them starting deletes its
+	// file once it is gone.
+	root procmem.Root
 	euid uint32
 }
 
@@ -193,8 +193,8 @@ func (e *ends) held(pid int, start time.Time) int {
 }
 
 // observe records a JVM read in this scan. c is nil for a JVM without
-// hsperfdata; root is the JVM's view of /tmp, nil when unknown.
-func (e *ends) observe(c *Candidate, p procmem.Process, euid uint32, root *rootKey, j *JVM, mark gcMark, now time.Time) {
+// hsperfdata; root is the JVM's view of /tmp, zero when unknown.
+func (e *ends) observe(c *Candidate, p procmem.Process, euid uint32, root procmem.Root, j *JVM, mark gcMark, now time.Time) {
 	r := e.recs.of(p.PID, p.StartTime)
 	l := r.life
 	if l == nil {
@@ -241,9 +241,9 @@ func (l *life) checkUnlinked(now time.Time) {
 
 // find returns the JVMs that are gone: their pid is not in the table,
 // is another process now, or is a zombie. A JVM not read this scan but
-// still running (not due, a read error, the cap) is not gone. found says
-// which JVMs share a dead one's /tmp.
-func (e *ends) find(table *procmem.ProcessTable, found *discovery, now time.Time) []Exit {
+// still running (not due, a read error, the cap) is not gone. ids says
+// who the JVMs that share a dead one's /tmp are.
+func (e *ends) find(table *procmem.ProcessTable, ids identityReader, now time.Time) []Exit {
 	var gone []Exit
 	done := ended(e.recs)
 	for pid, r := range e.recs.m {
@@ -262,7 +262,7 @@ func (e *ends) find(table *procmem.ProcessTable, found *discovery, now time.Time
 		}
 		d := death(pid, l, now)
 		if d.File == jvmend.FileDeleted {
-			if other, ok := cleaner(table, found, pid, l); ok {
+			if other, ok := cleaner(table, ids, e.recs, pid, l); ok {
 				d.File = jvmend.FileUnknown
 				d.FileNote = fmt.Sprintf("deleted, but JVM %d of the same user started in the same /tmp since, and a JVM deletes the files of dead JVMs when it starts", other)
 			}
@@ -285,8 +285,8 @@ const cleanerSlack = 5 * time.Second
 // starts, deletes the files in its hsperfdata directory whose process is
 // gone, so the file's absence no longer says the JVM exited on its own.
 // Such a JVM that has already exited again is not seen.
-func cleaner(table *procmem.ProcessTable, found *discovery, dead int, l *life) (int, bool) {
-	if l.root == nil {
+func cleaner(table *procmem.ProcessTable, ids identityReader, recs records, dead int, l *life) (int, bool) {
+	if l.root == (procmem.Root{}) {
 		return 0, false
 	}
 	since := l.lastAlive.Add(-cleanerSlack)
@@ -295,10 +295,11 @@ func cleaner(table *procmem.ProcessTable, found *discovery, dead int, l *life) (
 		if !ok || pid == dead || p.Comm != javaComm || p.StartTime.Before(since) {
 			continue
 		}
-		if found.root(pid) != l.root {
+		if root, _ := table.Root(pid); root != l.root {
 			continue
 		}
-		if id, err := found.identity(p); err == nil && id.euid == l.euid {
+		r, _ := recs.get(pid, p.StartTime)
+		if id, err := ids.identity(r, p); err == nil && id.euid == l.euid {
 			return pid, true
 		}
 	}

@@ -2,8 +2,9 @@ package jvm
 
 import (
 	"fmt"
-	"os"
-	"strconv"
+	"time"
+
+	"github.com/executor-exporter/executor_exporter/internal/procmem"
 )
 
 // FindCandidates scans procPath for processes with an hsperfdata file, the
@@ -14,31 +15,24 @@ import (
 // leaves out pids known not to be JVMs (the kernel's threads) before any
 // file of theirs is looked at.
 func FindCandidates(procPath string, skip func(pid int) bool) ([]Candidate, error) {
-	dir, err := os.Open(procPath)
+	// A new watch has looked at no root and no namespace yet: its table
+	// reads each as it is asked.
+	w, err := procmem.NewProcessWatch(procPath)
+	if err != nil {
+		return nil, err
+	}
+	defer w.Close()
+	table, err := w.Scan(time.Now())
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", procPath, err)
 	}
-	defer dir.Close()
-	names, err := dir.Readdirnames(-1)
-	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", procPath, err)
-	}
-	// A process in procfs's own pid namespace has the same pid inside and
-	// out; others need their status file read.
-	procfsPIDNS := procfsPIDNamespace(procPath)
-
-	// Every process is looked at on every scan: stat and readlink relative
-	// to the open /proc, with one buffer, cost a fraction of full paths.
-	dirfd := int(dir.Fd())
-	link := make([]byte, 64)
-	groups := map[rootKey][]int{}
-	var order []rootKey
-	for _, name := range names {
-		pid, err := strconv.Atoi(name)
-		if err != nil || pid <= 0 || (skip != nil && skip(pid)) {
+	groups := map[procmem.Root][]int{}
+	var order []procmem.Root
+	for _, pid := range table.PIDs() {
+		if skip != nil && skip(pid) {
 			continue
 		}
-		key, ok := processRoot(dirfd, name, link)
+		key, ok := table.Root(pid)
 		if !ok {
 			continue
 		}
@@ -52,6 +46,5 @@ func FindCandidates(procPath string, skip func(pid int) bool) ([]Candidate, erro
 	for i, key := range order {
 		sets[i] = groups[key]
 	}
-	return candidatesIn(sets, func(pid int) (map[int][]string, error) { return listHsperfFiles(procPath, pid) },
-		func(pid int) (int, error) { return pidInNamespace(procPath, procfsPIDNS, pid) }), nil
+	return candidatesIn(sets, func(pid int) (map[int][]string, error) { return listHsperfFiles(procPath, pid) }, table.NSPID), nil
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // identityReader reads what a process's files say about who it is;
-// discovery keeps it with the process (discovered.id).
+// the JVM's record keeps it (identity).
 type identityReader struct {
 	procPath string
 	fs       procfs.FS
@@ -31,6 +31,23 @@ type identityEntry struct {
 	// noCounters is why the JVM's options keep it from publishing
 	// hsperfdata; "" when they let it.
 	noCounters string
+}
+
+// identity is who the process p is: its owner, command line and
+// environment, read once per process and program (pid, start time,
+// command name: an exec keeps the first two): /proc/<pid>/status alone
+// costs more to produce than the hsperfdata file it guards. It is kept in
+// r, p's live record, and read each time for a process without one (nil
+// r).
+func (c identityReader) identity(r *record, p procmem.Process) (identityEntry, error) {
+	if r != nil && r.id != nil && r.id.comm == p.Comm {
+		return *r.id, nil
+	}
+	id, keep, err := c.read(p)
+	if err == nil && keep && r != nil {
+		r.id = &id
+	}
+	return id, err
 }
 
 // read reads what does not change while a process runs one program — its

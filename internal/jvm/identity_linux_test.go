@@ -12,7 +12,7 @@ import (
 )
 
 // The uid, command line and environment are read once per process and
-// program: the same pid, start time and comm come from the cache even when
+// program: the same pid, start time and comm come from the record even when
 // the files changed; a new start time (pid reuse) or comm (exec) reads again.
 func TestIdentityCachedPerProcessAndProgram(t *testing.T) {
 	f := newFakeProc(t)
@@ -26,11 +26,15 @@ func TestIdentityCachedPerProcessAndProgram(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// As readJVM asks: the record of the process, made at its first read.
+	identity := func(p procmem.Process) (identityEntry, error) {
+		return tracker.ids.identity(tracker.recs.of(p.PID, p.StartTime), p)
+	}
 	start := time.Unix(1700000000, 0)
 	proc := procmem.Process{PID: 42, Comm: "sh", StartTime: start}
 
 	write("1000", "sh -c launch")
-	first, err := tracker.found.identity(proc)
+	first, err := identity(proc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,13 +44,13 @@ func TestIdentityCachedPerProcessAndProgram(t *testing.T) {
 
 	// The files change under the same process and program: cached.
 	write("2000", "java org.apache.spark.executor.CoarseGrainedExecutorBackend --executor-id 7 --app-id app-1")
-	if got, _ := tracker.found.identity(proc); got.euid != 1000 || got.cmd.Role != RoleJVM {
+	if got, _ := identity(proc); got.euid != 1000 || got.cmd.Role != RoleJVM {
 		t.Errorf("same pid, start and comm: euid %d role %q, want the cached 1000 %q", got.euid, got.cmd.Role, RoleJVM)
 	}
 
 	// The shell exec'd java: same pid and start time, new comm.
 	proc.Comm = "java"
-	got, err := tracker.found.identity(proc)
+	got, err := identity(proc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,24 +62,24 @@ func TestIdentityCachedPerProcessAndProgram(t *testing.T) {
 	// reads empty: that is not kept, the next read asks again.
 	proc.StartTime = start.Add(time.Minute)
 	mustWrite(t, filepath.Join(f.dir, "42", "cmdline"), nil)
-	if got, _ := tracker.found.identity(proc); got.cmd.Role != RoleJVM {
+	if got, _ := identity(proc); got.cmd.Role != RoleJVM {
 		t.Errorf("empty command line: role %q, want %q", got.cmd.Role, RoleJVM)
 	}
 	write("2000", "java org.apache.spark.executor.CoarseGrainedExecutorBackend --executor-id 8 --app-id app-1")
-	if got, _ := tracker.found.identity(proc); got.cmd.Role != RoleExecutor || got.cmd.ExecutorID != "8" {
+	if got, _ := identity(proc); got.cmd.Role != RoleExecutor || got.cmd.ExecutorID != "8" {
 		t.Errorf("the command line laid out after an empty read: role %q executor %q, want %q 8", got.cmd.Role, got.cmd.ExecutorID, RoleExecutor)
 	}
 
 	// The pid was reused by another process: new start time.
 	write("3000", "java Other")
 	proc.StartTime = start.Add(time.Hour)
-	if got, _ := tracker.found.identity(proc); got.euid != 3000 || got.cmd.Role != RoleJVM {
+	if got, _ := identity(proc); got.euid != 3000 || got.cmd.Role != RoleJVM {
 		t.Errorf("reused pid: euid %d role %q, want 3000 %q", got.euid, got.cmd.Role, RoleJVM)
 	}
 
 	// Without a readable status there is no identity: an error, not a guess.
 	proc.PID = 43
-	if _, err := tracker.found.identity(proc); err == nil {
+	if _, err := identity(proc); err == nil {
 		t.Error("pid without a status: no error")
 	}
 }

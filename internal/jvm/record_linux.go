@@ -27,8 +27,8 @@ import (
 //     new JVM starts a new record in its place (records.of).
 //
 // Its breakdown by region (native) is read by a loop of its own
-// (nativeReader). Who the process is lives apart, with what discovery
-// knows of every process (discovered), JVM or not.
+// (nativeReader). What is known of every process, JVM or not (its root,
+// its pid in its namespace), the process table keeps.
 type record struct {
 	start time.Time
 	// ticks is the last hsperfdata reading (reader.read); zero before
@@ -55,6 +55,8 @@ type record struct {
 	// native is its breakdown by region, which the native loop reads
 	// (nativeReader), guarded by nativeReader.mu.
 	native *nativeState
+	// id is who the process is (identityReader.identity); nil until read.
+	id *identityEntry
 }
 
 // records are the tracker's records by pid. The scans own them: only the

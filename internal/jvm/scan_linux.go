@@ -36,7 +36,7 @@ func (t *Tracker) scan(all bool) (view View, made bool, err error) {
 	}
 	kept := t.keptReadings(table, all, now)
 	view = t.readAll(table, jvms, kept, now)
-	gone := t.ends.find(table, t.found, now)
+	gone := t.ends.find(table, t.ids, now)
 	view.JVMs = withoutEnded(view.JVMs, gone, now)
 	t.recs.remember(view)
 	t.recs.forget(table, now, max(t.cfg.Retention, t.cfg.EndedRetention), t.cfg.MaxProcesses)
@@ -196,7 +196,7 @@ func (t *Tracker) readJVM(f found, table *procmem.ProcessTable, cgroups map[stri
 		// what OOM attribution needs.
 		return JVM{}, "", errors.New("exiting")
 	}
-	id, err := t.found.identity(proc)
+	id, err := t.ids.identity(t.recs.of(f.pid, proc.StartTime), proc)
 	if err != nil {
 		return JVM{}, classify(err), err
 	}
@@ -223,6 +223,7 @@ func (t *Tracker) readJVM(f found, table *procmem.ProcessTable, cgroups map[stri
 		j.Allocation, _ = t.cfg.YARN.Allocation(j.YARNContainer)
 	}
 	t.read.updatePeaks(&j, proc.StartTime, now)
-	t.ends.observe(f.c, proc, id.euid, t.found.root(f.pid), &j, mark, now)
+	root, _ := table.Root(f.pid)
+	t.ends.observe(f.c, proc, id.euid, root, &j, mark, now)
 	return j, "", nil
 }

@@ -124,6 +124,7 @@ type Tracker struct {
 	procs *procmem.ProcessWatch // made by the first scan
 	recs  records               // what the tracker keeps of each JVM, live or ended (record_linux.go)
 	found *discovery
+	ids   identityReader
 	read  *reader
 	ends  *ends
 	sched *schedule
@@ -161,6 +162,7 @@ func NewTracker(cfg Config, logger log.Logger) (*Tracker, error) {
 		cfg:        cfg,
 		logger:     logger,
 		found:      newDiscovery(cfg.ProcFS),
+		ids:        newIdentityReader(cfg.ProcFS),
 		recs:       recs,
 		read:       newReader(cfg.ProcFS, cfg.SysFS, recs),
 		ends:       newEnds(cfg.ProcFS, recs),

@@ -48,8 +48,14 @@ type ProcessWatch struct {
 	lastFull time.Time
 	statBuf  []byte
 	dentBuf  []byte
-	// Reads counts stat files read, for tests and benchmarks.
-	Reads uint64
+	// Reads counts stat files read, RootReads roots looked at (Root), for
+	// tests and benchmarks.
+	Reads, RootReads uint64
+	// The pid namespace procPath shows pids of, looked up once (NSPID);
+	// link is scratch space for namespace links (Root).
+	procfsNS string
+	nsKnown  bool
+	link     [64]byte
 
 	// Listing only what is new (Scan).
 	seekable  bool         // procPath is procfs, in this process's pid namespace
@@ -77,6 +83,12 @@ type watched struct {
 	exeKind processKind
 	exeComm string
 	exeDone bool
+	// root and nspid as read in scan rootGen and nspidGen (0: never), the
+	// tables' Root and NSPID.
+	root              Root
+	hasRoot           bool
+	nspid             int
+	rootGen, nspidGen uint64
 }
 
 // NewProcessWatch opens procPath and reads its boot time.
