@@ -30,11 +30,6 @@ type Exit struct {
 // SIGKILL), and still holds the counters as the JVM last wrote them. It
 // costs one file descriptor per JVM, and keeps a dead JVM's file (32 KiB)
 // and its mount referenced until the next scan.
-// unlinkedGrace is how long a JVM may still run after its hsperfdata file
-// is unlinked for the unlink to count as its own orderly exit: HotSpot
-// deletes the file late in its shutdown, after the shutdown hooks.
-const unlinkedGrace = 2 * time.Second
-
 type life struct {
 	start     time.Time
 	last      Sample
@@ -60,6 +55,11 @@ type life struct {
 	root procmem.Root
 	euid uint32
 }
+
+// unlinkedGrace is how long a JVM may still run after its hsperfdata file
+// is unlinked for the unlink to count as its own orderly exit: HotSpot
+// deletes the file late in its shutdown, after the shutdown hooks.
+const unlinkedGrace = 2 * time.Second
 
 // gcMark is the JVM's own clock and GC time at one sample: the GC share of
 // the final window is measured on them, unaffected by when scans ran.
