@@ -2,7 +2,6 @@ package collector
 
 import (
 	"strings"
-	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/go-kit/log"
@@ -97,24 +96,20 @@ type cloudCollector struct {
 func NewCloudCollector(r *cloud.Refresher) Collector {
 	return &cloudCollector{
 		refresher: r,
-		info: prometheus.NewDesc(prometheus.BuildFQName(namespace, "instance", "info"),
+		info: newDesc("instance", "info",
 			"What machine this is: cloud provider, instance type, lifecycle (on-demand, spot, unknown), placement and Kubernetes node; source says where the facts came from.",
-			[]string{"provider", "platform", "instance_type", "lifecycle", "region", "zone", "instance_id", "node", "node_pool", "source"}, nil),
-		pending: prometheus.NewDesc(prometheus.BuildFQName(namespace, "instance", "interruption_pending"),
+			"provider", "platform", "instance_type", "lifecycle", "region", "zone", "instance_id", "node", "node_pool", "source"),
+		pending: newDesc("instance", "interruption_pending",
 			"1 while the cloud announces that it will interrupt this instance (spot interruption, rebalance recommendation, preemption, scheduled event), 0 otherwise.",
-			[]string{"event"}, nil),
-		pendingTime: prometheus.NewDesc(prometheus.BuildFQName(namespace, "instance", "interruption_timestamp_seconds"),
-			"When the announced interruption will happen, as a Unix time, if the cloud said.",
-			[]string{"event"}, nil),
-		refreshSuccess: prometheus.NewDesc(prometheus.BuildFQName(namespace, "metadata", "refresh_success"),
-			"Whether the last refresh of instance metadata and node labels got an answer from every source asked.",
-			nil, nil),
-		lastRefresh: prometheus.NewDesc(prometheus.BuildFQName(namespace, "metadata", "last_refresh_timestamp_seconds"),
-			"When instance metadata and node labels were last refreshed successfully, as a Unix time.",
-			nil, nil),
-		podListSuccess: prometheus.NewDesc(prometheus.BuildFQName(namespace, "kubernetes", "pod_list_success"),
-			"Whether the last list of this node's pods (namespace, pod and container of each JVM) succeeded; absent when pods are not listed.",
-			nil, nil),
+			"event"),
+		pendingTime: newDesc("instance", "interruption_timestamp_seconds",
+			"When the announced interruption will happen, as a Unix time, if the cloud said.", "event"),
+		refreshSuccess: newDesc("metadata", "refresh_success",
+			"Whether the last refresh of instance metadata and node labels got an answer from every source asked."),
+		lastRefresh: newDesc("metadata", "last_refresh_timestamp_seconds",
+			"When instance metadata and node labels were last refreshed successfully, as a Unix time."),
+		podListSuccess: newDesc("kubernetes", "pod_list_success",
+			"Whether the last list of this node's pods (namespace, pod and container of each JVM) succeeded; absent when pods are not listed."),
 	}
 }
 
@@ -128,17 +123,17 @@ func (c *cloudCollector) Update(ch chan<- prometheus.Metric) error {
 	ch <- prometheus.MustNewConstMetric(c.info, prometheus.GaugeValue, 1,
 		i.Provider, i.Platform, i.InstanceType, i.Lifecycle, i.Region, i.Zone, i.InstanceID, i.Node, i.NodePool, i.Source)
 
-	ch <- prometheus.MustNewConstMetric(c.refreshSuccess, prometheus.GaugeValue, cloudBoolToFloat(snap.RefreshSuccess))
+	ch <- prometheus.MustNewConstMetric(c.refreshSuccess, prometheus.GaugeValue, boolToFloat(snap.RefreshSuccess))
 	if pods := c.refresher.Pods(); !pods.LastAttempt.IsZero() {
-		ch <- prometheus.MustNewConstMetric(c.podListSuccess, prometheus.GaugeValue, cloudBoolToFloat(pods.Success))
+		ch <- prometheus.MustNewConstMetric(c.podListSuccess, prometheus.GaugeValue, boolToFloat(pods.Success))
 	}
 	if !snap.LastSuccess.IsZero() {
-		ch <- prometheus.MustNewConstMetric(c.lastRefresh, prometheus.GaugeValue, cloudUnixSeconds(snap.LastSuccess))
+		ch <- prometheus.MustNewConstMetric(c.lastRefresh, prometheus.GaugeValue, unixSeconds(snap.LastSuccess))
 	}
 	for _, n := range snap.Notices {
-		ch <- prometheus.MustNewConstMetric(c.pending, prometheus.GaugeValue, cloudBoolToFloat(n.Pending), n.Event)
+		ch <- prometheus.MustNewConstMetric(c.pending, prometheus.GaugeValue, boolToFloat(n.Pending), n.Event)
 		if n.Pending && !n.Time.IsZero() {
-			ch <- prometheus.MustNewConstMetric(c.pendingTime, prometheus.GaugeValue, cloudUnixSeconds(n.Time), n.Event)
+			ch <- prometheus.MustNewConstMetric(c.pendingTime, prometheus.GaugeValue, unixSeconds(n.Time), n.Event)
 		}
 	}
 	if len(snap.NodeLabels) > 0 {
@@ -157,13 +152,9 @@ func (c *cloudCollector) Update(ch chan<- prometheus.Metric) error {
 	return nil
 }
 
-func cloudBoolToFloat(b bool) float64 {
+func boolToFloat(b bool) float64 {
 	if b {
 		return 1
 	}
 	return 0
-}
-
-func cloudUnixSeconds(t time.Time) float64 {
-	return float64(t.UnixNano()) / 1e9
 }

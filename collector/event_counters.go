@@ -61,8 +61,15 @@ type eventSeries struct {
 	shownAt0 bool      // a scrape has seen it at 0
 }
 
-func newEventCounters(retention time.Duration, maxSeries int, newSeriesHold time.Duration) eventCounters {
-	return eventCounters{retention: retention, maxSeries: maxSeries, newSeriesHold: newSeriesHold, series: map[string]*eventSeries{}}
+// newEventCounters checks the bounds; what names the collector in errors.
+func newEventCounters(what string, retention time.Duration, maxSeries int, newSeriesHold time.Duration) (eventCounters, error) {
+	if maxSeries <= 0 {
+		return eventCounters{}, fmt.Errorf("%s max series must be positive", what)
+	}
+	if retention <= 0 {
+		return eventCounters{}, fmt.Errorf("%s retention must be positive", what)
+	}
+	return eventCounters{retention: retention, maxSeries: maxSeries, newSeriesHold: newSeriesHold, series: map[string]*eventSeries{}}, nil
 }
 
 // add counts one event for labels at now.

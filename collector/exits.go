@@ -3,7 +3,6 @@ package collector
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -181,23 +180,21 @@ type exitsCollector struct {
 // and the reason the judge gives (docs/exits.md), from the tracker's next
 // scan on.
 func newExitsCollector(cfg ExitsConfig, tracker *jvm.Tracker, witness *exitWitness, logger log.Logger) (Collector, error) {
-	if cfg.MaxSeries <= 0 {
-		return nil, fmt.Errorf("exits max series must be positive")
-	}
-	if cfg.Retention <= 0 {
-		return nil, fmt.Errorf("exits retention must be positive")
+	counts, err := newEventCounters("exits", cfg.Retention, cfg.MaxSeries, cfg.NewSeriesHold)
+	if err != nil {
+		return nil, err
 	}
 	c := &exitsCollector{
 		cfg:     cfg,
 		witness: witness,
 		logger:  logger,
 		now:     time.Now,
-		exitsDesc: prometheus.NewDesc(prometheus.BuildFQName(namespace, "jvm", "exits_total"),
+		exitsDesc: newDesc("jvm", "exits_total",
 			"Tracked JVMs that ended since the exporter started, by identity and judged reason (oom_killed, heap_exhausted, interrupted, killed, exited, unknown; docs/exits.md). A new series reads 0 for one scrape before its first exit counts, so increase() sees it.",
-			append(append([]string{}, identityLabels...), "reason", "namespace", "pod", "container", "region"), nil),
-		dropped: prometheus.NewDesc(prometheus.BuildFQName(namespace, "jvm", "exits_series_dropped_total"),
-			"Exit counters dropped before their retention because --exits.max-series was reached.", nil, nil),
-		exits: newEventCounters(cfg.Retention, cfg.MaxSeries, cfg.NewSeriesHold),
+			append(append([]string{}, identityLabels...), "reason", "namespace", "pod", "container", "region")...),
+		dropped: newDesc("jvm", "exits_series_dropped_total",
+			"Exit counters dropped before their retention because --exits.max-series was reached."),
+		exits: counts,
 	}
 	witness.setSink(c.record)
 	tracker.OnScan(func(now time.Time, _ jvm.View, gone []jvm.Exit) { witness.Gone(now, gone) })
@@ -222,16 +219,11 @@ func (c *exitsCollector) record(decided []exits.Decided[jvm.Sample]) {
 		// Named at the exit: the JVM's info series goes with it.
 		ns, pod, container := podOfCgroup(s.CgroupPath, c.cfg.Pods)
 		if container == "" {
-			container = s.YARNContainer // no cgroup of its own: the NodeManager's container, as on executor_jvm_info
+			container = labelValue(s.YARNContainer) // no cgroup of its own: the NodeManager's container, as on executor_jvm_info
 		}
-		labels := []string{strconv.Itoa(s.PID), labelValue(s.Role), labelValue(s.AppID), labelValue(s.ExecutorID), d.Verdict.Reason,
-			labelValue(ns), labelValue(pod), labelValue(container), d.Verdict.Region}
-		c.exits.add(labels, now)
-		if len(c.recent) == maxRecentExits {
-			c.recent = append(c.recent[:0], c.recent[1:]...)
-		}
-		c.recent = append(c.recent, statuspage.Exit{Time: d.At, Identity: statusIdentity(s.PID, s.Role, s.AppID, s.ExecutorID),
-			Reason: d.Verdict.Reason, Detail: explanation(d.Verdict), Region: d.Verdict.Region})
+		c.exits.add(append(jvmIdentity(s.Identity), d.Verdict.Reason, ns, pod, container, d.Verdict.Region), now)
+		c.recent = appendRecent(c.recent, statuspage.Exit{Time: d.At, Identity: statusIdentity(s.PID, s.Role, s.AppID, s.ExecutorID),
+			Reason: d.Verdict.Reason, Detail: explanation(d.Verdict), Region: d.Verdict.Region}, maxRecentExits)
 	}
 	c.mu.Unlock()
 	for _, d := range decided {
@@ -252,19 +244,12 @@ func explanation(v exits.Verdict) string {
 // evidence, and what it looked like last.
 func (c *exitsCollector) logExit(d exits.Decided[jvm.Sample]) {
 	s, v := d.Payload, d.Verdict
-	who := fmt.Sprintf("JVM pid %d", s.PID)
-	switch s.Role {
-	case jvm.RoleExecutor:
-		who = fmt.Sprintf("Spark executor %s of %s (pid %d)", s.ExecutorID, s.AppID, s.PID)
-	case jvm.RoleDriver:
-		who = fmt.Sprintf("Spark driver of %s (pid %d)", s.AppID, s.PID)
-	}
 	lvl := level.Warn
 	if v.Reason == exits.ReasonExited {
 		lvl = level.Info
 	}
 	lvl(c.logger).Log(
-		"msg", fmt.Sprintf("JVM ended: %s, reason %s: %s", who, v.Reason, explanation(v)),
+		"msg", fmt.Sprintf("JVM ended: %s, reason %s: %s", jvmWho(s.PID, s.Role, s.AppID, s.ExecutorID), v.Reason, explanation(v)),
 		"pid", s.PID, "role", s.Role, "app_id", s.AppID, "executor_id", s.ExecutorID, "reason", v.Reason, "region", v.Region,
 		"hsperfdata_file", d.Death.File.String(),
 		"last_alive", d.Death.LastAlive.UTC().Format(time.RFC3339Nano),
@@ -278,10 +263,7 @@ func (c *exitsCollector) logExit(d exits.Decided[jvm.Sample]) {
 // reportStatus adds the recent exits, newest first, to the status page.
 func (c *exitsCollector) reportStatus(s *statuspage.Snapshot) {
 	c.mu.Lock()
-	recent := slices.Clone(c.recent)
-	c.mu.Unlock()
+	defer c.mu.Unlock()
 	s.ExitsCounted = true
-	for i := len(recent) - 1; i >= 0; i-- {
-		s.Exits = append(s.Exits, recent[i])
-	}
+	s.Exits = append(s.Exits, newestFirst(c.recent)...)
 }

@@ -184,16 +184,13 @@ func newJVMCollector(tracker jvmSource, logger log.Logger) *jvmCollector {
 			"Resident memory of the JVM process by region, from /proc/<pid>/smaps and the JVM's reservations (docs/jvm.md#native-memory-by-region); read when it can have changed.", "region"),
 		nativeTime: t.Family(fqName("jvm", "native_memory_timestamp_seconds"),
 			"When the JVM's breakdown by region was last read or found unchanged, seconds since the epoch."),
-		nativeReads: prometheus.NewDesc(prometheus.BuildFQName(namespace, "jvm", "native_memory_reads_total"),
-			"Reads for the JVMs' breakdowns by region: smaps (a breakdown, milliseconds of CPU each) or maps (a check that found one unchanged).", []string{"file"}, nil),
-		reads: prometheus.NewDesc(prometheus.BuildFQName(namespace, "jvm", "reads_total"),
-			"Readings of a JVM (hsperfdata, process tree, cgroup), in the background as its risk says and on scrapes when nothing samples in the background.", nil, nil),
-		processes: prometheus.NewDesc(prometheus.BuildFQName(namespace, "jvm", "processes"),
-			"JVMs tracked on this machine.", nil, nil),
-		dropped: prometheus.NewDesc(prometheus.BuildFQName(namespace, "jvm", "processes_dropped"),
-			"JVMs found but not tracked because of --jvm.max-processes.", nil, nil),
-		readErrors: prometheus.NewDesc(prometheus.BuildFQName(namespace, "jvm", "read_errors_total"),
-			"JVMs found but not read (or whose cgroup was not read), by reason.", []string{"reason"}, nil),
+		nativeReads: newDesc("jvm", "native_memory_reads_total",
+			"Reads for the JVMs' breakdowns by region: smaps (a breakdown, milliseconds of CPU each) or maps (a check that found one unchanged).", "file"),
+		reads: newDesc("jvm", "reads_total",
+			"Readings of a JVM (hsperfdata, process tree, cgroup), in the background as its risk says and on scrapes when nothing samples in the background."),
+		processes:  newDesc("jvm", "processes", "JVMs tracked on this machine."),
+		dropped:    newDesc("jvm", "processes_dropped", "JVMs found but not tracked because of --jvm.max-processes."),
+		readErrors: newDesc("jvm", "read_errors_total", "JVMs found but not read (or whose cgroup was not read), by reason.", "reason"),
 	}
 	t.Seal()
 	return c
@@ -254,7 +251,7 @@ func (c *jvmCollector) emitJVM(b exposition.Sink, j *jvm.JVM, pod podIdentity) {
 		for r := nativemem.Region(0); r < nativemem.NumRegions; r++ {
 			b.Add(c.native, float64(n.Last.Regions[r]), r.String())
 		}
-		b.Add(c.nativeTime, float64(n.Checked.UnixNano())/1e9)
+		b.Add(c.nativeTime, unixSeconds(n.Checked))
 	}
 	if j.Counters != jvm.CountersHsperf {
 		return // no hsperfdata (-XX:+PerfDisableSharedMem, -XX:-UsePerfData): what /proc and the cgroup say only
@@ -264,12 +261,8 @@ func (c *jvmCollector) emitJVM(b exposition.Sink, j *jvm.JVM, pod podIdentity) {
 	b.Add(c.memUsed, float64(s.NonHeapUsed), "nonheap")
 	b.Add(c.memCommitted, float64(s.NonHeapCommitted), "nonheap")
 	// A max of 0 is "not set" (Metaspace without -XX:MaxMetaspaceSize).
-	if s.HeapMax > 0 {
-		b.Add(c.memMax, float64(s.HeapMax), "heap")
-	}
-	if s.NonHeapMax > 0 {
-		b.Add(c.memMax, float64(s.NonHeapMax), "nonheap")
-	}
+	addIf(b, s.HeapMax > 0, c.memMax, float64(s.HeapMax), "heap")
+	addIf(b, s.NonHeapMax > 0, c.memMax, float64(s.NonHeapMax), "nonheap")
 
 	// Pool and collector names come from the file; a repeated name would
 	// make the whole scrape fail as a duplicate series, so only the first
@@ -283,9 +276,7 @@ func (c *jvmCollector) emitJVM(b exposition.Sink, j *jvm.JVM, pod podIdentity) {
 		seen[name] = true
 		b.Add(c.poolUsed, float64(p.Used), name)
 		b.Add(c.poolCommitted, float64(p.Committed), name)
-		if p.Max > 0 {
-			b.Add(c.poolMax, float64(p.Max), name)
-		}
+		addIf(b, p.Max > 0, c.poolMax, float64(p.Max), name)
 	}
 	clear(seen)
 	for _, g := range s.GCs {
@@ -302,7 +293,7 @@ func (c *jvmCollector) emitJVM(b exposition.Sink, j *jvm.JVM, pod podIdentity) {
 	b.Add(c.threads, float64(s.ThreadsDaemon), "daemon")
 	b.Add(c.classes, float64(s.ClassesLoaded))
 	b.Add(c.safepoint, s.SafepointSeconds)
-	b.Add(c.startTime, float64(s.StartTime.UnixNano())/1e9)
+	b.Add(c.startTime, unixSeconds(s.StartTime))
 }
 
 // jvmIdentity is the values of identityLabels for a JVM.
@@ -313,26 +304,22 @@ func jvmIdentity(id jvm.Identity) []string {
 // sendPeaks sends the peaks known: 0 is unknown (no hsperfdata, a kernel
 // without memory.peak) or none (no Python workers).
 func (c *jvmCollector) sendPeaks(b exposition.Sink, p *jvm.Peaks) {
-	for _, k := range [...]struct {
-		f    *exposition.Family
-		v    uint64
-		kind string
-	}{
-		{c.cgPeak, p.Container, ""},
-		{c.residentPeak, p.Resident, ""},
-		{c.peak, p.HeapLive, "heap_live"},
-		{c.peak, p.NonHeap, "nonheap"},
-		{c.peak, p.Python, "python"},
-	} {
-		switch {
-		case k.v == 0:
-		case k.kind == "":
-			b.Add(k.f, float64(k.v))
-		default:
-			b.Add(k.f, float64(k.v), k.kind)
-		}
+	addIf(b, p.Container > 0, c.cgPeak, float64(p.Container))
+	addIf(b, p.Resident > 0, c.residentPeak, float64(p.Resident))
+	addIf(b, p.HeapLive > 0, c.peak, float64(p.HeapLive), "heap_live")
+	addIf(b, p.NonHeap > 0, c.peak, float64(p.NonHeap), "nonheap")
+	addIf(b, p.Python > 0, c.peak, float64(p.Python), "python")
+}
+
+// addIf adds a series of f when its figure is known.
+func addIf(b exposition.Sink, known bool, f *exposition.Family, v float64, labels ...string) {
+	if known {
+		b.Add(f, v, labels...)
 	}
 }
+
+// unixSeconds is t as seconds since the epoch.
+func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 
 // fqName is the exporter's name of a metric.
 func fqName(subsystem, name string) string { return prometheus.BuildFQName(namespace, subsystem, name) }

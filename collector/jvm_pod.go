@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"slices"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -87,7 +88,7 @@ func resolvePod(j *jvm.JVM, snap cloud.PodsSnapshot, src podSource, allowlist []
 	if cok {
 		out.container, out.containerID = c.Name, c.ID
 	}
-	if len(allowlist) > 0 && !isWildcard(allowlist) {
+	if len(allowlist) > 0 && !slices.Contains(allowlist, "*") {
 		// Every allowlisted name on every JVM, empty when the pod lacks
 		// it, so the info series of one exporter share their label names.
 		labels := make(map[string]string, len(allowlist))
@@ -97,15 +98,6 @@ func resolvePod(j *jvm.JVM, snap cloud.PodsSnapshot, src podSource, allowlist []
 		out.labels = labels
 	}
 	return out
-}
-
-func isWildcard(allowlist []string) bool {
-	for _, n := range allowlist {
-		if n == "*" {
-			return true
-		}
-	}
-	return false
 }
 
 // infoLabels are executor_jvm_info's labels after the identity; the pod
@@ -130,13 +122,14 @@ func (c *jvmCollector) sendInfo(b exposition.Sink, j *jvm.JVM, p podIdentity) {
 	b.Add(c.info.WithLabels(names...), 1, values...) // dropped if a pod label cannot be a label; NodeLabelPairs prevents it
 }
 
-// podOfCgroup names the namespace, pod and container of a cgroup path from
-// src's last pod list (nil src: none), or the YARN container; an OOM
-// kill's series keep them after the JVM and its info series are gone.
+// podOfCgroup names, as label values, the namespace, pod and container of
+// a cgroup path from src's last pod list (nil src: none), or the YARN
+// container; an OOM kill's series keep them after the JVM and its info
+// series are gone.
 func podOfCgroup(path string, src podSource) (namespace, pod, container string) {
 	id := cgroupid.Parse(path)
 	if id.YARNContainer != "" {
-		return "", "", id.YARNContainer
+		return "", "", labelValue(id.YARNContainer)
 	}
 	if id.PodUID == "" || src == nil {
 		return "", "", ""
@@ -145,5 +138,5 @@ func podOfCgroup(path string, src podSource) (namespace, pod, container string) 
 	if !ok {
 		return "", "", ""
 	}
-	return p.Namespace, p.Name, p.Containers[id.ContainerID].Name
+	return labelValue(p.Namespace), labelValue(p.Name), labelValue(p.Containers[id.ContainerID].Name)
 }

@@ -10,16 +10,13 @@ import (
 	"github.com/executor-exporter/executor_exporter/internal/jvm"
 )
 
-// The per-JVM series (up to 50 for each JVM) are most of a scrape: with
-// 100 JVMs, 5,000 of its 5,200 series. emitJVM describes them once; a
-// registry gets them as const metrics (Update, and protobuf through
-// Gatherer), the exporter's handler as text rendered once per reading
-// (internal/exposition), written between the registry's families.
+// The per-JVM series are most of a scrape (docs/design.md#data-flow):
+// emitJVM describes them once, for a registry as const metrics and for the
+// handler as text rendered once per reading.
 
-// jvmSet is one view of the tracker as a scrape serves it: how many JVMs
-// it has, and its per-JVM series: each JVM of it, then each that ended
-// within the retention (its final peaks only). err is the tracker's,
-// when it has no view.
+// jvmSet is one view of the tracker as a scrape serves it: each live JVM,
+// then each that ended within the retention (its final peaks only). err is
+// the tracker's, when it has no view.
 type jvmSet struct {
 	err       error
 	processes int
@@ -27,10 +24,9 @@ type jvmSet struct {
 	jvms      []*jvmEntry
 }
 
-// jvmEntry is one JVM of a view and its series, rendered per format on
-// first use and kept, with the entry, for as long as its reading is the
-// same (a JVM far from its limit is read every 30 s, a scrape comes every
-// 15).
+// jvmEntry is one JVM of a view, its series rendered per format on first
+// use and kept while its reading is the same (a JVM far from its limit is
+// read every 30 s, a scrape comes every 15).
 type jvmEntry struct {
 	of    jvmBuildKey
 	j     jvm.JVM     // the reading, for a live JVM
@@ -47,9 +43,8 @@ type jvmBuildKey struct {
 }
 
 // series returns the per-JVM series of view, made on the first call for
-// the view (and pod list) and shared by every scrape after it. A JVM whose
-// reading is the same as in the last view keeps its entry, and with it
-// its rendered text.
+// the view (and pod list) and shared by every scrape after it; a JVM whose
+// reading has not changed keeps its entry and rendered text.
 func (c *jvmCollector) series(view jvm.View) *jvmSet {
 	var pods cloud.PodsSnapshot
 	if c.pods != nil {

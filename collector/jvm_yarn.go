@@ -67,19 +67,12 @@ func paceYARN(src interface{ Hurry(until time.Time) }) func(time.Time, jvm.View,
 			}
 		}
 		for _, e := range gone {
-			if e.Last.YARNContainer != "" {
-				until = later(until, now.Add(exits.DefaultConfig.YARNWait))
+			if wait := now.Add(exits.DefaultConfig.YARNWait); e.Last.YARNContainer != "" && wait.After(until) {
+				until = wait
 			}
 		}
 		if !until.IsZero() {
 			src.Hurry(until)
 		}
 	}
-}
-
-func later(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
 }

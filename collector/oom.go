@@ -3,7 +3,6 @@ package collector
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
@@ -93,27 +92,25 @@ func NewOOMCollector(cfg OOMConfig, source jvm.SampleSource, logger log.Logger) 
 	if cfg.KmsgPath == "" {
 		return nil, errors.New("no kernel log path")
 	}
-	if cfg.MaxSeries <= 0 {
-		return nil, errors.New("oom max series must be positive")
-	}
-	if cfg.Retention <= 0 {
-		return nil, errors.New("oom retention must be positive")
+	counts, err := newEventCounters("oom", cfg.Retention, cfg.MaxSeries, cfg.NewSeriesHold)
+	if err != nil {
+		return nil, err
 	}
 	c := &oomCollector{
 		cfg:    cfg,
 		source: source,
 		logger: logger,
 		now:    time.Now,
-		kills: prometheus.NewDesc(prometheus.BuildFQName(namespace, "oom", "kills_total"),
+		kills: newDesc("oom", "kills_total",
 			"Processes killed by the kernel OOM killer since the exporter started, by victim (identity labels the executor's for a process killed in its cgroup, empty when neither a tracked JVM nor in the cgroup of one), constraint and judged cause (heap, native, node, unknown). A new victim's series reads 0 for one scrape before its first kill counts, so increase() sees it.",
-			oomKillLabels, nil),
-		records: prometheus.NewDesc(prometheus.BuildFQName(namespace, "oom", "kmsg_records_total"),
-			"Kernel log records read since the exporter started; flat while the kernel logs means the reader is stuck.", nil, nil),
-		malformed: prometheus.NewDesc(prometheus.BuildFQName(namespace, "oom", "kmsg_malformed_records_total"),
-			"Kernel log records that looked like OOM-killer lines but could not be read.", nil, nil),
-		dropped: prometheus.NewDesc(prometheus.BuildFQName(namespace, "oom", "series_dropped_total"),
-			"Kill counters dropped before their retention because --oom.max-series was reached.", nil, nil),
-		killCounts: newEventCounters(cfg.Retention, cfg.MaxSeries, cfg.NewSeriesHold),
+			oomKillLabels...),
+		records: newDesc("oom", "kmsg_records_total",
+			"Kernel log records read since the exporter started; flat while the kernel logs means the reader is stuck."),
+		malformed: newDesc("oom", "kmsg_malformed_records_total",
+			"Kernel log records that looked like OOM-killer lines but could not be read."),
+		dropped: newDesc("oom", "series_dropped_total",
+			"Kill counters dropped before their retention because --oom.max-series was reached."),
+		killCounts: counts,
 	}
 	fc := cfg.Follow
 	fc.Path = cfg.KmsgPath
@@ -125,18 +122,14 @@ func NewOOMCollector(cfg OOMConfig, source jvm.SampleSource, logger log.Logger) 
 func (c *oomCollector) Stop() { c.follower.Stop() }
 
 func (c *oomCollector) Update(ch chan<- prometheus.Metric) error {
-	now := c.now()
+	now, err := c.now(), c.follower.Err()
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.killCounts.collect(ch, c.kills, c.dropped, now)
 	ch <- prometheus.MustNewConstMetric(c.records, prometheus.CounterValue, c.recordsTotal)
 	ch <- prometheus.MustNewConstMetric(c.malformed, prometheus.CounterValue, c.malformedTotal)
-	c.mu.Unlock()
-
-	err := c.follower.Err()
 	if err == nil {
-		c.mu.Lock()
 		c.loggedErr = "" // a later failure is news again
-		c.mu.Unlock()
 		return nil
 	}
 	return fmt.Errorf("kernel log %s unreadable, OOM kills are not attributed (node and container counters still count them): %w", c.cfg.KmsgPath, err)
@@ -183,30 +176,25 @@ func (c *oomCollector) recordKill(k oom.Kill) {
 			"pid", k.PID, "task_memcg", k.TaskMemcg)
 	}
 
-	labels := []string{"", "", "", "", k.Constraint, a.Verdict.Cause, labelValue(k.Task), "", "", "", a.Verdict.Region}
-	memcg := k.TaskMemcg
-	if a.Found {
+	identity, memcg := []string{"", "", "", ""}, k.TaskMemcg
+	if v := a.Victim; a.Found {
 		// A child's kill carries its executor's identity, pid included:
 		// task names the child.
-		labels[0] = strconv.Itoa(a.Victim.PID)
-		labels[1], labels[2], labels[3] = labelValue(a.Victim.Role), labelValue(a.Victim.AppID), labelValue(a.Victim.ExecutorID)
-		if a.Victim.CgroupPath != "" {
-			memcg = a.Victim.CgroupPath
+		identity = jvmIdentity(jvm.Identity{PID: v.PID, Role: v.Role, AppID: v.AppID, ExecutorID: v.ExecutorID})
+		if v.CgroupPath != "" {
+			memcg = v.CgroupPath
 		}
 	}
 	// Named at the kill, from the cgroup the kernel or the last sample
 	// gives: the pod is usually still listed then, and the JVM's info
 	// series, the usual join, is gone soon after.
 	ns, pod, container := podOfCgroup(memcg, c.cfg.Pods)
-	labels[7], labels[8], labels[9] = labelValue(ns), labelValue(pod), labelValue(container)
+	labels := append(identity, k.Constraint, a.Verdict.Cause, labelValue(k.Task), ns, pod, container, a.Verdict.Region)
 	now := c.now()
 
 	c.mu.Lock()
 	c.killCounts.add(labels, now)
-	if len(c.recent) == maxRecentKills {
-		c.recent = append(c.recent[:0], c.recent[1:]...)
-	}
-	c.recent = append(c.recent, recentKill{at: now, Attribution: a, namespace: labels[7], pod: labels[8]})
+	c.recent = appendRecent(c.recent, recentKill{at: now, Attribution: a, namespace: ns, pod: pod}, maxRecentKills)
 	c.mu.Unlock()
 
 	c.logKill(a, now)
@@ -275,16 +263,12 @@ func (c *oomCollector) logKill(a oom.Attribution, now time.Time) {
 	k, s, v := a.Kill, a.Victim, a.Verdict
 	who := fmt.Sprintf("process %d (%s)", k.PID, k.Task)
 	switch {
-	case a.Child && s.Role == "executor":
-		who = fmt.Sprintf("process %d (%s) of Spark executor %s of %s (pid %d)", k.PID, k.Task, s.ExecutorID, s.AppID, s.PID)
+	case a.Child && s.Role == jvm.RoleExecutor:
+		who += " of " + jvmWho(s.PID, s.Role, s.AppID, s.ExecutorID)
 	case a.Child:
-		who = fmt.Sprintf("process %d (%s) in the cgroup of JVM pid %d", k.PID, k.Task, s.PID)
-	case a.Found && s.Role == "executor":
-		who = fmt.Sprintf("Spark executor %s of %s (pid %d)", s.ExecutorID, s.AppID, k.PID)
-	case a.Found && s.Role == "driver":
-		who = fmt.Sprintf("Spark driver of %s (pid %d)", s.AppID, k.PID)
+		who += fmt.Sprintf(" in the cgroup of JVM pid %d", s.PID)
 	case a.Found:
-		who = fmt.Sprintf("JVM pid %d", k.PID)
+		who = jvmWho(k.PID, s.Role, s.AppID, s.ExecutorID)
 	}
 	kv := []interface{}{
 		"msg", fmt.Sprintf("OOM kill: %s, cause %s: %s", who, v.Cause, v.Explanation()),
@@ -309,3 +293,14 @@ func (c *oomCollector) logKill(a oom.Attribution, now time.Time) {
 }
 
 func mibOf(b uint64) string { return fmt.Sprintf("%.1f", float64(b)/(1<<20)) }
+
+// jvmWho names a JVM in a log line.
+func jvmWho(pid int, role, appID, executorID string) string {
+	switch role {
+	case jvm.RoleExecutor:
+		return fmt.Sprintf("Spark executor %s of %s (pid %d)", executorID, appID, pid)
+	case jvm.RoleDriver:
+		return fmt.Sprintf("Spark driver of %s (pid %d)", appID, pid)
+	}
+	return fmt.Sprintf("JVM pid %d", pid)
+}

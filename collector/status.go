@@ -95,11 +95,27 @@ type recentKill struct {
 func (c *oomCollector) reportStatus(s *statuspage.Snapshot) {
 	s.KillsFollowed = c.follower.Err() == nil
 	c.mu.Lock()
-	recent := slices.Clone(c.recent)
+	recent := newestFirst(c.recent)
 	c.mu.Unlock()
-	for i := len(recent) - 1; i >= 0; i-- {
+	for i := range recent {
 		s.Kills = append(s.Kills, statusKill(&recent[i]))
 	}
+}
+
+// appendRecent appends item to list, oldest first, dropping the oldest
+// beyond max.
+func appendRecent[T any](list []T, item T, max int) []T {
+	if len(list) == max {
+		list = append(list[:0], list[1:]...)
+	}
+	return append(list, item)
+}
+
+// newestFirst is a copy of list, oldest first, in reverse.
+func newestFirst[T any](list []T) []T {
+	out := slices.Clone(list)
+	slices.Reverse(out)
+	return out
 }
 
 func statusKill(r *recentKill) statuspage.Kill {
