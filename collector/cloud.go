@@ -89,10 +89,8 @@ type cloudCollector struct {
 	podListSuccess                                          *prometheus.Desc
 }
 
-// NewCloudCollector returns a collector that reads r's cache. r runs in
-// the background (detection, metadata, node labels, notice polling) and
-// is started and stopped by whoever built it: other collectors read its
-// pod list.
+// NewCloudCollector returns a collector that reads r's cache; whoever
+// built r starts and stops it (other collectors read its pod list).
 func NewCloudCollector(r *cloud.Refresher) Collector {
 	return &cloudCollector{
 		refresher: r,

@@ -35,13 +35,11 @@ type Stopper interface {
 }
 
 // ErrNoData tells the framework that a collector had nothing to report
-// this time (a missing optional kernel feature, say). It is logged at debug
-// level and is not a failure.
+// this time; it is no failure.
 var ErrNoData = errors.New("collector returned no data")
 
-// Factory builds a collector from its flags and the dependencies it shares
-// with other collectors. Collectors read their own flags, declared next to
-// them; deps gives what is built once per exporter (the JVM tracker).
+// Factory builds a collector from its own flags and deps, what is built
+// once per exporter.
 type Factory func(logger log.Logger, deps *Dependencies) (Collector, error)
 
 var (
@@ -57,8 +55,7 @@ func newDesc(subsystem, name, help string, labels ...string) *prometheus.Desc {
 	return prometheus.NewDesc(prometheus.BuildFQName(namespace, subsystem, name), help, labels, nil)
 }
 
-// registerCollector adds a collector and its --collector.<name> flag. It is
-// called from the init function of each collector's file.
+// registerCollector adds a collector and its --collector.<name> flag.
 func registerCollector(name string, enabledByDefault bool, factory Factory) {
 	def := "disabled"
 	if enabledByDefault {
@@ -82,8 +79,7 @@ func Names() []string {
 }
 
 // ExecutorCollector runs the enabled collectors in parallel and reports each
-// one's duration and success. It owns the collectors and the dependencies
-// they share, and Stop ends them all.
+// one's duration and success; it owns them and their dependencies.
 type ExecutorCollector struct {
 	Collectors map[string]Collector
 	deps       *Dependencies
@@ -125,9 +121,8 @@ func (ec *ExecutorCollector) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (ec *ExecutorCollector) Collect(ch chan<- prometheus.Metric) { ec.collect(ch, nil, true) }
 
-// fromSnapshot is ec with the jvm collector serving set, one snapshot of
-// the tracker's view; its per-JVM series only with perJVM, for the
-// handler writes them itself from the same set (Handler).
+// fromSnapshot is ec with the jvm collector serving set; its per-JVM
+// series only with perJVM, for the handler writes them itself (Handler).
 type fromSnapshot struct {
 	ec     *ExecutorCollector
 	set    *jvmSet
@@ -153,8 +148,7 @@ func (ec *ExecutorCollector) collect(ch chan<- prometheus.Metric, set *jvmSet, p
 	wg.Wait()
 }
 
-// Stop ends the background work of every collector that has some, then
-// that of the dependencies they shared.
+// Stop ends the collectors' background work, then the dependencies'.
 func (ec *ExecutorCollector) Stop() {
 	for _, c := range ec.Collectors {
 		if s, ok := c.(Stopper); ok {

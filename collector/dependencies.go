@@ -41,10 +41,8 @@ func NewDependencies(logger log.Logger, trackerConfig jvm.Config) *Dependencies 
 	return &Dependencies{logger: logger, trackerConfig: trackerConfig}
 }
 
-// JVMTracker returns the one JVM tracker, started. The jvm collector reads
-// from it and the oom collector asks it what a killed pid looked like, so
-// it runs when either is enabled. Factories run one at a time, so this
-// needs no lock.
+// JVMTracker returns the one JVM tracker, started. Factories run one at a
+// time, so this needs no lock.
 func (d *Dependencies) JVMTracker() (*jvm.Tracker, error) {
 	if !d.trackerBuilt {
 		d.trackerBuilt = true
@@ -66,10 +64,8 @@ func (d *Dependencies) JVMTracker() (*jvm.Tracker, error) {
 	return d.tracker, d.trackerErr
 }
 
-// cloudRefresher returns the one cloud refresher, started, built from the
-// --cloud.* and --kubernetes.* flags. The cloud collector serves its
-// cache, and its pod list names the JVMs of the jvm, oom and exits
-// collectors; one refresher keeps one client and one list per node.
+// cloudRefresher returns the one cloud refresher, started: the cloud
+// collector's cache and the pod list that names JVMs.
 func (d *Dependencies) cloudRefresher() (*cloud.Refresher, error) {
 	if !d.refresherBuilt {
 		d.refresherBuilt = true
@@ -99,10 +95,8 @@ func (d *Dependencies) Pods() (podSource, error) {
 	return d.pods, nil
 }
 
-// YARN returns the one YARN source, started, built from the --yarn.* flags
-// and yarn-site.xml; nil when this is no YARN node or with
-// --no-collector.yarn. The yarn collector serves its node facts; the
-// tracker and the exits collector read its containers.
+// YARN returns the one YARN source, started; nil when this is no YARN
+// node or with --no-collector.yarn.
 func (d *Dependencies) YARN() (*yarn.Source, error) {
 	if !d.yarnBuilt && collectorOn("yarn") {
 		d.yarnBuilt = true

@@ -9,9 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// eventCounterFlags are the three settings of a collector's eventCounters,
-// as --<prefix>.retention, --<prefix>.max-series and
-// --<prefix>.new-series-hold.
+// eventCounterFlags are the --<prefix>.* settings of an eventCounters.
 type eventCounterFlags struct {
 	retention     *time.Duration
 	maxSeries     *int

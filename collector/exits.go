@@ -51,11 +51,8 @@ type ExitsConfig struct {
 // reboot ends the exporter too, so it never sees the JVMs go.
 var interruptingEvents = []string{cloud.EventSpotInterruption, cloud.EventPreemption, cloud.EventTermination}
 
-// exitWitness gathers what the other collectors see of a JVM's end — the
-// tracker's deaths, the oom collector's kills, the cloud collector's
-// notices — for the judge (internal/exits), and hands each decision to the
-// exits collector. Dependencies holds the one instance, so collectors
-// built in any order meet it.
+// exitWitness gathers what is seen of a JVM's end for the judge and hands
+// each decision to the exits collector (docs/design.md#the-exits-path).
 type exitWitness struct {
 	mu      sync.Mutex
 	judge   *exits.Judge[jvm.Sample]
@@ -74,9 +71,8 @@ func newExitWitnessOf(src yarnContainers) *exitWitness {
 	return &exitWitness{judge: exits.NewJudge[jvm.Sample](cfg), yarn: src}
 }
 
-// witness returns the dependencies' exit witness, built on first use,
-// with the YARN source where there is one (its errors are the yarn
-// collector's to report).
+// witness returns the dependencies' exit witness, built on first use
+// (the YARN source's errors are the yarn collector's to report).
 func (d *Dependencies) witness() *exitWitness {
 	if d.exits == nil {
 		var src yarnContainers
@@ -122,8 +118,7 @@ func (w *exitWitness) Gone(now time.Time, gone []jvm.Exit) {
 	}
 }
 
-// Decide looks at the notices and hands over the deaths that can be
-// decided at now.
+// Decide hands over the deaths that can be decided at now.
 func (w *exitWitness) Decide(now time.Time) {
 	w.mu.Lock()
 	if w.notices != nil {
@@ -146,8 +141,7 @@ func (w *exitWitness) setSink(f func([]exits.Decided[jvm.Sample])) {
 	w.mu.Unlock()
 }
 
-// pendingInterruptions returns a function listing the interrupting
-// notices the refresher's cache holds as pending.
+// pendingInterruptions lists the interrupting notices r holds as pending.
 func pendingInterruptions(r *cloud.Refresher) func() []string {
 	return func() []string {
 		var events []string
@@ -159,9 +153,6 @@ func pendingInterruptions(r *cloud.Refresher) func() []string {
 		return events
 	}
 }
-
-// maxRecentExits is how many decisions the status page shows.
-const maxRecentExits = 20
 
 type exitsCollector struct {
 	cfg     ExitsConfig
@@ -177,8 +168,7 @@ type exitsCollector struct {
 }
 
 // newExitsCollector counts the JVMs the tracker finds gone, by identity
-// and the reason the judge gives (docs/exits.md), from the tracker's next
-// scan on.
+// and the reason the judge gives (docs/exits.md).
 func newExitsCollector(cfg ExitsConfig, tracker *jvm.Tracker, witness *exitWitness, logger log.Logger) (Collector, error) {
 	counts, err := newEventCounters("exits", cfg.Retention, cfg.MaxSeries, cfg.NewSeriesHold)
 	if err != nil {
@@ -223,7 +213,7 @@ func (c *exitsCollector) record(decided []exits.Decided[jvm.Sample]) {
 		}
 		c.exits.add(append(jvmIdentity(s.Identity), d.Verdict.Reason, ns, pod, container, d.Verdict.Region), now)
 		c.recent = appendRecent(c.recent, statuspage.Exit{Time: d.At, Identity: statusIdentity(s.PID, s.Role, s.AppID, s.ExecutorID),
-			Reason: d.Verdict.Reason, Detail: explanation(d.Verdict), Region: d.Verdict.Region}, maxRecentExits)
+			Reason: d.Verdict.Reason, Detail: explanation(d.Verdict), Region: d.Verdict.Region}, maxRecent)
 	}
 	c.mu.Unlock()
 	for _, d := range decided {
@@ -240,8 +230,7 @@ func explanation(v exits.Verdict) string {
 	return v.Evidence + "; " + v.Advice
 }
 
-// logExit writes the one line about a JVM's end: who, the reason, the
-// evidence, and what it looked like last.
+// logExit writes the one line about a JVM's end.
 func (c *exitsCollector) logExit(d exits.Decided[jvm.Sample]) {
 	s, v := d.Payload, d.Verdict
 	lvl := level.Warn

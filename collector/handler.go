@@ -11,10 +11,8 @@ import (
 )
 
 // Handler serves every collector's series and g's (the build info, the
-// exporter's own metrics), as promhttp does. Each request serves one
-// snapshot of the JVM tracker's view: its collectors' series and the
-// per-JVM series come from the same view, whatever other requests run at
-// the same time.
+// exporter's own metrics), as promhttp does, each request from one
+// snapshot of the JVM tracker's view (docs/design.md#data-flow).
 func (ec *ExecutorCollector) Handler(g prometheus.Gatherer, opts promhttp.HandlerOpts) http.Handler {
 	fallback := promhttp.HandlerForTransactional(ec.Gatherer(g), opts)
 	jc, _ := ec.Collectors["jvm"].(*jvmCollector)

@@ -73,7 +73,8 @@ var (
 // JVMTrackerConfigFromFlags is the tracker's configuration from the
 // --jvm.* and --path.* flags.
 func JVMTrackerConfigFromFlags() jvm.Config {
-	paths := FlagPaths()
+	paths, native := FlagPaths(), jvm.DefaultNativeConfig
+	native.MaxAge, native.MinInterval, native.MoveBytes = *jvmNativeMaxAge, *jvmNativeMinInterval, uint64(*jvmNativeMove)
 	return jvm.Config{
 		ProcFS: paths.ProcFS,
 		SysFS:  paths.SysFS,
@@ -85,14 +86,8 @@ func JVMTrackerConfigFromFlags() jvm.Config {
 		EndedRetention: *exitsCounterFlags.retention,
 		MaxProcesses:   *jvmMaxProcesses,
 		MaxAge:         *jvmMaxSampleAge,
-		Native:         nativeConfigFromFlags(),
+		Native:         native,
 	}
-}
-
-func nativeConfigFromFlags() jvm.NativeConfig {
-	c := jvm.DefaultNativeConfig
-	c.MaxAge, c.MinInterval, c.MoveBytes = *jvmNativeMaxAge, *jvmNativeMinInterval, uint64(*jvmNativeMove)
-	return c
 }
 
 // maxLabelBytes caps every label value taken from a JVM: command lines and
@@ -144,10 +139,8 @@ type builtKey struct {
 	pods *cloud.PodIndex
 }
 
-// NewJVMCollector reports what the tracker reads of every JVM: HotSpot's
-// own counters from hsperfdata, the process tree's resident memory, and
-// the memory cgroup around it. A scrape serves what the tracker last read
-// (jvm.Tracker.Current).
+// NewJVMCollector reports what the tracker last read of every JVM:
+// hsperfdata, the process tree's resident memory, its memory cgroup.
 func NewJVMCollector(tracker *jvm.Tracker, logger log.Logger) Collector {
 	return newJVMCollector(tracker, logger)
 }
@@ -196,8 +189,7 @@ func newJVMCollector(tracker jvmSource, logger log.Logger) *jvmCollector {
 	return c
 }
 
-// Update sends every series, the per-JVM ones included, to ch: for any
-// registry the collectors are registered in.
+// Update sends every series, the per-JVM ones included, to ch.
 func (c *jvmCollector) Update(ch chan<- prometheus.Metric) error {
 	return c.update(ch, c.snapshot(), false)
 }
@@ -234,8 +226,7 @@ func (c *jvmCollector) update(ch chan<- prometheus.Metric, set *jvmSet, apart bo
 	return nil
 }
 
-// emitJVM adds j's series to b: the one description of a JVM's series,
-// for the registry's path and the text rendered for the handler alike.
+// emitJVM adds j's series to b: the one description of a JVM's series.
 func (c *jvmCollector) emitJVM(b exposition.Sink, j *jvm.JVM, pod podIdentity) {
 	b.Start(jvmIdentity(j.Identity)...)
 	s := &j.Stats
@@ -264,9 +255,8 @@ func (c *jvmCollector) emitJVM(b exposition.Sink, j *jvm.JVM, pod podIdentity) {
 	addIf(b, s.HeapMax > 0, c.memMax, float64(s.HeapMax), "heap")
 	addIf(b, s.NonHeapMax > 0, c.memMax, float64(s.NonHeapMax), "nonheap")
 
-	// Pool and collector names come from the file; a repeated name would
-	// make the whole scrape fail as a duplicate series, so only the first
-	// counts.
+	// Pool and collector names come from the file: only the first of a
+	// repeated name counts, or the scrape fails on a duplicate series.
 	seen := map[string]bool{}
 	for _, p := range s.Pools {
 		name := labelValue(p.Name)

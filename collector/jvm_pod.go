@@ -124,19 +124,13 @@ func (c *jvmCollector) sendInfo(b exposition.Sink, j *jvm.JVM, p podIdentity) {
 
 // podOfCgroup names, as label values, the namespace, pod and container of
 // a cgroup path from src's last pod list (nil src: none), or the YARN
-// container; an OOM kill's series keep them after the JVM and its info
-// series are gone.
+// container, asking for no new list; an OOM kill's series keep them after
+// the JVM and its info series are gone.
 func podOfCgroup(path string, src podSource) (namespace, pod, container string) {
-	id := cgroupid.Parse(path)
-	if id.YARNContainer != "" {
-		return "", "", labelValue(id.YARNContainer)
+	var snap cloud.PodsSnapshot
+	if src != nil {
+		snap = src.Pods()
 	}
-	if id.PodUID == "" || src == nil {
-		return "", "", ""
-	}
-	p, ok := src.Pods().Index.Pod(id.PodUID)
-	if !ok {
-		return "", "", ""
-	}
-	return labelValue(p.Namespace), labelValue(p.Name), labelValue(p.Containers[id.ContainerID].Name)
+	p := resolvePod(&jvm.JVM{Sample: jvm.Sample{CgroupPath: path}}, snap, nil, nil)
+	return labelValue(p.namespace), labelValue(p.pod), labelValue(p.container)
 }

@@ -35,8 +35,7 @@ type jvmEntry struct {
 	text  exposition.Cache
 }
 
-// jvmBuildKey is what a JVM's series depend on: the reading, its
-// breakdown by region, and the pod list.
+// jvmBuildKey is what a JVM's series depend on.
 type jvmBuildKey struct {
 	start, read, native time.Time
 	pods                *cloud.PodIndex

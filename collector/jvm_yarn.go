@@ -51,12 +51,8 @@ func withYARN(p podIdentity, j *jvm.JVM, apps appNames) podIdentity {
 const yarnHurryFor = 30 * time.Second
 
 // paceYARN is the one place that sets how often the YARN source polls the
-// NodeManager, from each scan of the tracker: often (Hurry) for
-// yarnHurryFor while a JVM of the view is near its container's allocation
-// (jvm.JVM.NearAllocation), and for the judge's wait after a JVM in a
-// YARN container ended, so that the NodeManager's exit status and
-// diagnostics of a container it killed are read before it drops the
-// container.
+// NodeManager, from each scan of the tracker
+// (docs/design.md#the-jvm-tracker, "YARN's word").
 func paceYARN(src interface{ Hurry(until time.Time) }) func(time.Time, jvm.View, []jvm.Exit) {
 	return func(now time.Time, view jvm.View, gone []jvm.Exit) {
 		var until time.Time

@@ -1,12 +1,12 @@
 package collector
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"syscall"
 
@@ -123,7 +123,7 @@ func (c *memoryCollector) updatePressure(ch chan<- prometheus.Metric) error {
 }
 
 func (c *memoryCollector) updateVMStat(ch chan<- prometheus.Metric) error {
-	data, err := os.ReadFile(c.paths.Proc("vmstat"))
+	data, err := os.ReadFile(filepath.Join(c.paths.ProcFS, "vmstat"))
 	if err != nil {
 		return fmt.Errorf("vmstat: %w", err)
 	}
@@ -142,9 +142,8 @@ func (c *memoryCollector) updateVMStat(ch chan<- prometheus.Metric) error {
 // parseVMStatOOMKill returns the oom_kill counter of /proc/vmstat and
 // whether the line was there. procfs does not parse vmstat.
 func parseVMStatOOMKill(data []byte) (uint64, bool, error) {
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		name, value, found := bytes.Cut(sc.Bytes(), []byte{' '})
+	for line := range bytes.Lines(data) {
+		name, value, found := bytes.Cut(line, []byte{' '})
 		if !found || string(name) != "oom_kill" {
 			continue
 		}
@@ -154,5 +153,5 @@ func parseVMStatOOMKill(data []byte) (uint64, bool, error) {
 		}
 		return n, true, nil
 	}
-	return 0, false, sc.Err()
+	return 0, false, nil
 }

@@ -80,14 +80,12 @@ type oomCollector struct {
 	recordsTotal   float64
 	malformedTotal float64
 	loggedErr      string       // the follower error last logged, so each is logged once
-	recent         []recentKill // the last maxRecentKills kills, oldest first, for the status page
+	recent         []recentKill // the last maxRecent kills, oldest first, for the status page
 }
 
 // NewOOMCollector follows the kernel log for OOM kills from now on and
-// counts each kill by victim, asking source what the victim looked like
-// last (pid, and memcg when both sides know it) to name the executor and
-// judge the cause; source may be nil, and then no kill is attributed. A
-// kernel log it cannot read fails the collector, not the scrape.
+// counts each by victim, asking source (nil: none, no kill is attributed)
+// what the victim looked like last (docs/design.md#the-oom-path).
 func NewOOMCollector(cfg OOMConfig, source jvm.SampleSource, logger log.Logger) (Collector, error) {
 	if cfg.KmsgPath == "" {
 		return nil, errors.New("no kernel log path")
@@ -194,7 +192,7 @@ func (c *oomCollector) recordKill(k oom.Kill) {
 
 	c.mu.Lock()
 	c.killCounts.add(labels, now)
-	c.recent = appendRecent(c.recent, recentKill{at: now, Attribution: a, namespace: ns, pod: pod}, maxRecentKills)
+	c.recent = appendRecent(c.recent, recentKill{at: now, Attribution: a, namespace: ns, pod: pod}, maxRecent)
 	c.mu.Unlock()
 
 	c.logKill(a, now)
@@ -204,7 +202,7 @@ func (c *oomCollector) recordKill(k oom.Kill) {
 	}
 }
 
-// lookupVictim hands the attribution what the JVM tracker last read of pid.
+// lookupVictim is what the JVM tracker last read of pid.
 func (c *oomCollector) lookupVictim(pid int) (oom.Victim, bool) {
 	if c.source == nil {
 		return oom.Victim{}, false
@@ -257,8 +255,7 @@ func victimOf(s jvm.Sample) oom.Victim {
 	return v
 }
 
-// logKill writes the one line an on-call engineer reads about a kill: who,
-// why, and what the victim looked like last, in MiB.
+// logKill writes the one line an on-call engineer reads about a kill.
 func (c *oomCollector) logKill(a oom.Attribution, now time.Time) {
 	k, s, v := a.Kill, a.Victim, a.Verdict
 	who := fmt.Sprintf("process %d (%s)", k.PID, k.Task)

@@ -1,8 +1,6 @@
 package collector
 
 import (
-	"path/filepath"
-
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/procfs"
 )
@@ -24,9 +22,4 @@ type Paths struct {
 // FlagPaths returns the roots given on the command line.
 func FlagPaths() Paths {
 	return Paths{ProcFS: *procPath, SysFS: *sysPath}
-}
-
-// Proc joins elem under the procfs root.
-func (p Paths) Proc(elem ...string) string {
-	return filepath.Join(append([]string{p.ProcFS}, elem...)...)
 }

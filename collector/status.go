@@ -11,18 +11,13 @@ import (
 )
 
 // statusReporter is implemented by the collectors that have something for
-// the status page (docs/status-page.md). Each adds its part from what it
-// already holds in memory: the page reads no file, asks no metadata
-// service and runs nothing in the background. A collector that decides how
-// executors ended adds its recent exits here (Snapshot.Exits and
-// ExitsCounted).
+// the status page (docs/status-page.md), from what they hold in memory.
 type statusReporter interface {
 	reportStatus(s *statuspage.Snapshot)
 }
 
-// Status assembles the status page's snapshot: the JVM tracker's last
-// sampling (never a new one), and what each enabled collector reports.
-// Version and MetricsPath are the caller's to fill in.
+// Status assembles the status page's snapshot from the tracker's last
+// sampling and the collectors; Version and MetricsPath are the caller's.
 func (ec *ExecutorCollector) Status() statuspage.Snapshot {
 	s := statuspage.Snapshot{Time: time.Now()}
 	if ec.deps != nil && ec.deps.tracker != nil {
@@ -45,10 +40,8 @@ func (ec *ExecutorCollector) Status() statuspage.Snapshot {
 	return s
 }
 
-// statusJVM is a JVM's row, named with the last pod list as the jvm
-// collector names it (but asking for no new list: the page causes no
-// work). Strings are capped as label values are: they come from the
-// process's command line and environment, and the Kubernetes API.
+// statusJVM is a JVM's row, named from the last pod list (asking for no
+// new one), its strings capped as label values are.
 func statusJVM(j *jvm.JVM, pods cloud.PodsSnapshot) statuspage.JVM {
 	out := statuspage.JVM{
 		Identity:  statusIdentity(j.PID, j.Role, j.AppID, j.ExecutorID),
@@ -82,8 +75,8 @@ func statusIdentity(pid int, role, appID, executorID string) statuspage.Identity
 	return statuspage.Identity{PID: pid, Role: labelValue(role), AppID: labelValue(appID), ExecutorID: labelValue(executorID)}
 }
 
-// maxRecentKills is how many kills the oom collector keeps for the page.
-const maxRecentKills = 20
+// maxRecent is how many kills, and how many exits, the page shows.
+const maxRecent = 20
 
 // recentKill is a kill as the oom collector attributed it, and when.
 type recentKill struct {
