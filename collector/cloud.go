@@ -62,14 +62,14 @@ func cloudConfigFromFlags() cloud.Config {
 			APIURL:         *cloudKubernetesAPIURL,
 			TokenFile:      cloud.DefaultKubernetesTokenFile,
 			CAFile:         cloud.DefaultKubernetesCAFile,
-			LabelAllowlist: cloudSplitList(*cloudKubernetesNodeLabels),
+			LabelAllowlist: splitList(*cloudKubernetesNodeLabels),
 			Pods:           podsConfigFromFlags(),
 		},
 	}
 }
 
-// cloudSplitList splits a comma-separated flag value, dropping blanks.
-func cloudSplitList(s string) []string {
+// splitList splits a comma-separated flag value, dropping blanks.
+func splitList(s string) []string {
 	var out []string
 	for _, f := range strings.Split(s, ",") {
 		if f = strings.TrimSpace(f); f != "" {

@@ -10,9 +10,8 @@ import (
 	"github.com/executor-exporter/executor_exporter/internal/yarn"
 )
 
-// Dependencies are what several collectors share. NewExecutorCollector
-// hands them to the factories, which build each on first use in whatever
-// order they run, and stops them after the collectors.
+// Dependencies are what several collectors share, each built on first use
+// whatever the factories' order, and stopped after the collectors.
 type Dependencies struct {
 	logger        log.Logger
 	trackerConfig jvm.Config
@@ -77,10 +76,9 @@ func (d *Dependencies) cloudRefresher() (*cloud.Refresher, error) {
 	return d.refresher, d.refresherErr
 }
 
-// Pods returns the list of this node's pods that names JVMs, or nil when
-// pods are not listed: without --kubernetes.node-name or an API server,
-// with --no-kubernetes.pod-metadata, or with --no-collector.cloud, which
-// keeps the exporter from building the refresher that lists them.
+// Pods returns the list of this node's pods that names JVMs; nil when pods
+// are not listed (no --kubernetes.node-name or API server,
+// --no-kubernetes.pod-metadata, or --no-collector.cloud).
 func (d *Dependencies) Pods() (podSource, error) {
 	if d.pods != nil || !collectorOn("cloud") {
 		return d.pods, nil

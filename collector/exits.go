@@ -100,10 +100,9 @@ func (w *exitWitness) WatchNotices(f func() []string) {
 	w.mu.Unlock()
 }
 
-// Gone takes the tracker's report of the JVMs found gone (an OnScan
-// function: every scan) and decides what can be decided. What must
-// wait for a late kill record or notice is decided when the judge's delay
-// is over, not at the next scan or scrape.
+// Gone takes the tracker's report of the JVMs found gone (every scan) and
+// decides what it can; what must wait for a late kill or notice is decided
+// when the judge's delay is over, not at the next scan or scrape.
 func (w *exitWitness) Gone(now time.Time, gone []jvm.Exit) {
 	w.mu.Lock()
 	for _, e := range gone {

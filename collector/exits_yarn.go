@@ -57,9 +57,8 @@ func yarnEvidence(src yarnContainers, last jvm.Sample, d exits.Death) *exits.YAR
 	return y
 }
 
-// yarnStatus is the judge's view of the NodeManager's word on a finished
-// container: its exit status, and the kind and figures of the kill its
-// diagnostics name.
+// yarnStatus is the NodeManager's word on a finished container: its exit
+// status, and the kill its diagnostics name.
 func yarnStatus(src yarnContainers) func(string) (exits.YARNStatus, bool) {
 	return func(id string) (exits.YARNStatus, bool) {
 		c, ok := src.Container(id)

@@ -39,8 +39,7 @@ func (s textSource) Snapshot(openMetrics bool) ([]*dto.MetricFamily, []*expositi
 }
 
 // Gatherer gathers every collector and g from one snapshot of the
-// tracker's view, with the per-JVM series as const metrics: for formats
-// other than text (protobuf), through promhttp.HandlerForTransactional.
+// tracker's view, for formats other than text (protobuf).
 func (ec *ExecutorCollector) Gatherer(g prometheus.Gatherer) prometheus.TransactionalGatherer {
 	jc, _ := ec.Collectors["jvm"].(*jvmCollector)
 	return prometheus.ToTransactionalGatherer(prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {

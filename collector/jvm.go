@@ -106,13 +106,11 @@ type jvmSource interface {
 }
 
 type jvmCollector struct {
-	tracker jvmSource
-	logger  log.Logger
-	// pods names each JVM's pod; nil without the Kubernetes API.
-	pods      podSource
+	tracker   jvmSource
+	logger    log.Logger
+	pods      podSource // names each JVM's pod; nil without the Kubernetes API
 	podLabels []string
-	// apps names YARN applications; nil off YARN.
-	apps appNames
+	apps      appNames // names YARN applications; nil off YARN
 
 	table                                  *exposition.Table // the per-JVM families
 	info                                   *exposition.Family
@@ -259,24 +257,20 @@ func (c *jvmCollector) emitJVM(b exposition.Sink, j *jvm.JVM, pod podIdentity) {
 	// repeated name counts, or the scrape fails on a duplicate series.
 	seen := map[string]bool{}
 	for _, p := range s.Pools {
-		name := labelValue(p.Name)
-		if seen[name] {
-			continue
+		if name := labelValue(p.Name); !seen[name] {
+			seen[name] = true
+			b.Add(c.poolUsed, float64(p.Used), name)
+			b.Add(c.poolCommitted, float64(p.Committed), name)
+			addIf(b, p.Max > 0, c.poolMax, float64(p.Max), name)
 		}
-		seen[name] = true
-		b.Add(c.poolUsed, float64(p.Used), name)
-		b.Add(c.poolCommitted, float64(p.Committed), name)
-		addIf(b, p.Max > 0, c.poolMax, float64(p.Max), name)
 	}
 	clear(seen)
 	for _, g := range s.GCs {
-		name := labelValue(g.Name)
-		if seen[name] {
-			continue
+		if name := labelValue(g.Name); !seen[name] {
+			seen[name] = true
+			b.Add(c.gcCollections, float64(g.Collections), name)
+			b.Add(c.gcSeconds, g.Seconds, name)
 		}
-		seen[name] = true
-		b.Add(c.gcCollections, float64(g.Collections), name)
-		b.Add(c.gcSeconds, g.Seconds, name)
 	}
 
 	b.Add(c.threads, float64(s.ThreadsLive), "live")
@@ -308,7 +302,6 @@ func addIf(b exposition.Sink, known bool, f *exposition.Family, v float64, label
 	}
 }
 
-// unixSeconds is t as seconds since the epoch.
 func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 
 // fqName is the exporter's name of a metric.

@@ -32,15 +32,14 @@ const podsMinInterval = 5 * time.Second
 func podsConfigFromFlags() cloud.PodsConfig {
 	return cloud.PodsConfig{
 		Enabled:         *kubernetesPodMetadata,
-		LabelAllowlist:  cloudSplitList(*kubernetesPodLabels),
+		LabelAllowlist:  splitList(*kubernetesPodLabels),
 		RefreshInterval: *kubernetesPodsRefreshInterval,
 		MinInterval:     podsMinInterval,
 	}
 }
 
 // podSource is what the jvm, oom and exits collectors ask about pods: the
-// cloud refresher Dependencies.Pods returns, which lists them in the
-// background.
+// cloud refresher (Dependencies.Pods).
 type podSource interface {
 	Pods() cloud.PodsSnapshot
 	WantPod(uid, containerID string)
@@ -123,9 +122,8 @@ func (c *jvmCollector) sendInfo(b exposition.Sink, j *jvm.JVM, p podIdentity) {
 }
 
 // podOfCgroup names, as label values, the namespace, pod and container of
-// a cgroup path from src's last pod list (nil src: none), or the YARN
-// container, asking for no new list; an OOM kill's series keep them after
-// the JVM and its info series are gone.
+// a cgroup path from src's last pod list (nil src: none), asking for no
+// new list: a kill's or exit's series keep them after the JVM is gone.
 func podOfCgroup(path string, src podSource) (namespace, pod, container string) {
 	var snap cloud.PodsSnapshot
 	if src != nil {

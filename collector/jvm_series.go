@@ -10,13 +10,10 @@ import (
 	"github.com/executor-exporter/executor_exporter/internal/jvm"
 )
 
-// The per-JVM series are most of a scrape (docs/design.md#data-flow):
-// emitJVM describes them once, for a registry as const metrics and for the
-// handler as text rendered once per reading.
-
-// jvmSet is one view of the tracker as a scrape serves it: each live JVM,
-// then each that ended within the retention (its final peaks only). err is
-// the tracker's, when it has no view.
+// jvmSet is one view of the tracker as a scrape serves it
+// (docs/design.md#data-flow): each live JVM, then each that ended within
+// the retention (its final peaks only); err is the tracker's, when it has
+// no view.
 type jvmSet struct {
 	err       error
 	processes int
@@ -41,9 +38,8 @@ type jvmBuildKey struct {
 	pods                *cloud.PodIndex
 }
 
-// series returns the per-JVM series of view, made on the first call for
-// the view (and pod list) and shared by every scrape after it; a JVM whose
-// reading has not changed keeps its entry and rendered text.
+// series returns the per-JVM series of view and pod list, made once; a
+// JVM whose reading has not changed keeps its entry and rendered text.
 func (c *jvmCollector) series(view jvm.View) *jvmSet {
 	var pods cloud.PodsSnapshot
 	if c.pods != nil {
@@ -71,13 +67,11 @@ func (c *jvmCollector) series(view jvm.View) *jvmSet {
 		for len(prev) > 0 && prev[0].j.PID < j.PID {
 			prev = prev[1:]
 		}
-		var e *jvmEntry
 		if len(prev) > 0 && prev[0].j.PID == j.PID && prev[0].of == of && !of.start.IsZero() {
-			e = prev[0]
-		} else {
-			e = &jvmEntry{of: of, j: *j, pod: withYARN(resolvePod(j, pods, c.pods, c.podLabels), j, c.apps)}
+			set.jvms = append(set.jvms, prev[0])
+			continue
 		}
-		set.jvms = append(set.jvms, e)
+		set.jvms = append(set.jvms, &jvmEntry{of: of, j: *j, pod: withYARN(resolvePod(j, pods, c.pods, c.podLabels), j, c.apps)})
 	}
 	// An ended JVM keeps only its final peaks: there are few.
 	for i := range view.Ended {
@@ -87,7 +81,6 @@ func (c *jvmCollector) series(view jvm.View) *jvmSet {
 	return set
 }
 
-// emit adds e's series to sink.
 func (c *jvmCollector) emit(sink exposition.Sink, e *jvmEntry) {
 	if s := e.ended; s != nil {
 		sink.Start(jvmIdentity(s.Identity)...)

@@ -16,14 +16,11 @@ type appNames interface {
 
 // yarnAppNameLabel is the pod label Spark on Kubernetes puts its
 // application's name in; a YARN executor's info series carries the
-// ResourceManager's name under the same label (label_spark_app_name), so
-// that right-sizing joins the runs of one application on YARN as on
-// Kubernetes.
+// ResourceManager's name under it, so right-sizing joins runs alike.
 const yarnAppNameLabel = "spark-app-name"
 
-// withYARN completes a JVM's identity from YARN: its container, when its
-// cgroup path did not name one, and its application's name, when the
-// ResourceManager gave one.
+// withYARN completes a JVM's identity from YARN: its container and its
+// application's name, when the cgroup path and ResourceManager give them.
 func withYARN(p podIdentity, j *jvm.JVM, apps appNames) podIdentity {
 	if j.YARNContainer == "" {
 		return p

@@ -61,9 +61,8 @@ type memoryCollector struct {
 	pressure, oomKills *prometheus.Desc
 }
 
-// NewMemoryCollector reads node memory from /proc/meminfo, memory pressure
-// from /proc/pressure/memory and the kernel's OOM kill count from
-// /proc/vmstat.
+// NewMemoryCollector reads /proc/meminfo, /proc/pressure/memory and
+// /proc/vmstat's oom_kill.
 func NewMemoryCollector(paths Paths, logger log.Logger) (Collector, error) {
 	fs, err := procfs.NewFS(paths.ProcFS)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/executor-exporter/executor_exporter/internal/jvm"
 	"github.com/executor-exporter/executor_exporter/internal/oom"
+	"github.com/executor-exporter/executor_exporter/internal/statuspage"
 )
 
 var (
@@ -79,8 +80,8 @@ type oomCollector struct {
 	killCounts     eventCounters // by victim, in oomKillLabels order
 	recordsTotal   float64
 	malformedTotal float64
-	loggedErr      string       // the follower error last logged, so each is logged once
-	recent         []recentKill // the last maxRecent kills, oldest first, for the status page
+	loggedErr      string            // the follower error last logged, so each is logged once
+	recent         []statuspage.Kill // the last maxRecent kills, oldest first
 }
 
 // NewOOMCollector follows the kernel log for OOM kills from now on and
@@ -154,15 +155,13 @@ func (c *oomCollector) handleRecord(record []byte) {
 		c.malformedTotal++
 	}
 	c.mu.Unlock()
-	if err != nil {
+	switch {
+	case err != nil:
 		level.Warn(c.logger).Log("msg", "unreadable OOM line in the kernel log", "err", err)
-		return
-	}
-	if !ok {
-		return
-	}
-	if kill, done := c.assembler.Add(line); done {
-		c.recordKill(kill)
+	case ok:
+		if kill, done := c.assembler.Add(line); done {
+			c.recordKill(kill)
+		}
 	}
 }
 
@@ -192,7 +191,7 @@ func (c *oomCollector) recordKill(k oom.Kill) {
 
 	c.mu.Lock()
 	c.killCounts.add(labels, now)
-	c.recent = appendRecent(c.recent, recentKill{at: now, Attribution: a, namespace: ns, pod: pod}, maxRecent)
+	c.recent = appendRecent(c.recent, statusKill(a, now, ns, pod), maxRecent)
 	c.mu.Unlock()
 
 	c.logKill(a, now)
@@ -204,14 +203,12 @@ func (c *oomCollector) recordKill(k oom.Kill) {
 
 // lookupVictim is what the JVM tracker last read of pid.
 func (c *oomCollector) lookupVictim(pid int) (oom.Victim, bool) {
-	if c.source == nil {
-		return oom.Victim{}, false
+	if c.source != nil {
+		if s, ok := c.source.LastSample(pid); ok {
+			return victimOf(s), true
+		}
 	}
-	s, ok := c.source.LastSample(pid)
-	if !ok {
-		return oom.Victim{}, false
-	}
-	return victimOf(s), true
+	return oom.Victim{}, false
 }
 
 // lookupOwner hands the attribution the JVM whose memory cgroup is the

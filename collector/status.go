@@ -78,21 +78,11 @@ func statusIdentity(pid int, role, appID, executorID string) statuspage.Identity
 // maxRecent is how many kills, and how many exits, the page shows.
 const maxRecent = 20
 
-// recentKill is a kill as the oom collector attributed it, and when.
-type recentKill struct {
-	at             time.Time
-	namespace, pod string // the victim's pod, named at the kill
-	oom.Attribution
-}
-
 func (c *oomCollector) reportStatus(s *statuspage.Snapshot) {
 	s.KillsFollowed = c.follower.Err() == nil
 	c.mu.Lock()
-	recent := newestFirst(c.recent)
-	c.mu.Unlock()
-	for i := range recent {
-		s.Kills = append(s.Kills, statusKill(&recent[i]))
-	}
+	defer c.mu.Unlock()
+	s.Kills = append(s.Kills, newestFirst(c.recent)...)
 }
 
 // appendRecent appends item to list, oldest first, dropping the oldest
@@ -111,17 +101,19 @@ func newestFirst[T any](list []T) []T {
 	return out
 }
 
-func statusKill(r *recentKill) statuspage.Kill {
-	k, v := r.Kill, r.Victim
+// statusKill is a kill as the page shows it, at the time it was recorded;
+// namespace and pod name the victim's pod then.
+func statusKill(a oom.Attribution, at time.Time, namespace, pod string) statuspage.Kill {
+	k, v := a.Kill, a.Victim
 	out := statuspage.Kill{
-		Time: r.at, PID: k.PID, Task: labelValue(k.Task), Constraint: k.Constraint,
-		Cause: r.Verdict.Cause, Region: r.Verdict.Region, Reason: r.Verdict.Reason, Advice: r.Verdict.Advice,
+		Time: at, PID: k.PID, Task: labelValue(k.Task), Constraint: k.Constraint,
+		Cause: a.Verdict.Cause, Region: a.Verdict.Region, Reason: a.Verdict.Reason, Advice: a.Verdict.Advice,
 		KilledAnonRSS: k.AnonRSSKiB << 10,
-		Namespace:     r.namespace, Pod: r.pod,
+		Namespace:     namespace, Pod: pod,
 	}
-	if r.Found {
+	if a.Found {
 		id := statusIdentity(v.PID, v.Role, v.AppID, v.ExecutorID)
-		id.Namespace, id.Pod = r.namespace, r.pod
+		id.Namespace, id.Pod = namespace, pod
 		out.Victim = &id
 		out.LastSample = &statuspage.Sample{Time: v.SampledAt, Memory: statuspage.Memory{
 			HeapUsed: v.HeapUsed, HeapCommitted: v.HeapCommitted, HeapMax: v.HeapMax, NonHeapCommitted: v.NonHeapCommitted,

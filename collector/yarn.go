@@ -52,8 +52,7 @@ func init() {
 const yarnLocalHost = "127.0.0.1"
 
 // YARNConfigFromFlags is the Source's configuration from the --yarn.*
-// flags and the configuration directory; ok is false when this is no YARN
-// node (no yarn-site.xml and no --yarn.nodemanager.url).
+// flags and yarn-site.xml; ok is false when this is no YARN node.
 func YARNConfigFromFlags(logger log.Logger) (cfg yarn.Config, ok bool, err error) {
 	conf, found, err := readYARNConf(*yarnConfDir)
 	if err != nil {
@@ -63,7 +62,7 @@ func YARNConfigFromFlags(logger log.Logger) (cfg yarn.Config, ok bool, err error
 		return yarn.Config{}, false, nil
 	}
 	cfg = yarn.Config{Conf: conf, Timeout: *yarnTimeout, Interval: *yarnPollInterval, HurryInterval: *yarnHurryInterval,
-		Retention: *yarnRetention, NodeManagerURL: *yarnNodeManagerURL, ResourceManagerURLs: cloudSplitList(*yarnResourceManagerURL)}
+		Retention: *yarnRetention, NodeManagerURL: *yarnNodeManagerURL, ResourceManagerURLs: splitList(*yarnResourceManagerURL)}
 	if cfg.NodeManagerURL == "" {
 		cfg.NodeManagerURL = conf.NodeManagerURL(yarnLocalHost)
 	}
