@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -43,6 +44,24 @@ func init() {
 		deps.witness().WatchNotices(pendingInterruptions(r))
 		return NewCloudCollector(r), nil
 	})
+}
+
+// interruptingEvents are the notices after which the cloud takes the
+// machine: a rebalance recommendation is only advice, and a maintenance
+// reboot ends the exporter too, so it never sees the JVMs go.
+var interruptingEvents = []string{cloud.EventSpotInterruption, cloud.EventPreemption, cloud.EventTermination}
+
+// pendingInterruptions lists the interrupting notices r holds as pending.
+func pendingInterruptions(r *cloud.Refresher) func() []string {
+	return func() []string {
+		var events []string
+		for _, n := range r.Snapshot().Notices {
+			if n.Pending && slices.Contains(interruptingEvents, n.Event) {
+				events = append(events, n.Event)
+			}
+		}
+		return events
+	}
 }
 
 // cloudConfigFromFlags is the refresher's configuration from the --cloud.*,

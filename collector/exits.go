@@ -2,7 +2,6 @@ package collector
 
 import (
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -10,7 +9,6 @@ import (
 	"github.com/go-kit/log/level"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/executor-exporter/executor_exporter/internal/cloud"
 	"github.com/executor-exporter/executor_exporter/internal/exits"
 	"github.com/executor-exporter/executor_exporter/internal/jvm"
 	"github.com/executor-exporter/executor_exporter/internal/statuspage"
@@ -45,11 +43,6 @@ type ExitsConfig struct {
 	// Pods, when set, names the JVM's namespace, pod and container.
 	Pods podSource
 }
-
-// interruptingEvents are the notices after which the cloud takes the
-// machine: a rebalance recommendation is only advice, and a maintenance
-// reboot ends the exporter too, so it never sees the JVMs go.
-var interruptingEvents = []string{cloud.EventSpotInterruption, cloud.EventPreemption, cloud.EventTermination}
 
 // exitWitness gathers what is seen of a JVM's end for the judge and hands
 // each decision to the exits collector (docs/design.md#the-exits-path).
@@ -138,19 +131,6 @@ func (w *exitWitness) setSink(f func([]exits.Decided[jvm.Sample])) {
 	w.mu.Lock()
 	w.sink = f
 	w.mu.Unlock()
-}
-
-// pendingInterruptions lists the interrupting notices r holds as pending.
-func pendingInterruptions(r *cloud.Refresher) func() []string {
-	return func() []string {
-		var events []string
-		for _, n := range r.Snapshot().Notices {
-			if n.Pending && slices.Contains(interruptingEvents, n.Event) {
-				events = append(events, n.Event)
-			}
-		}
-		return events
-	}
 }
 
 type exitsCollector struct {

@@ -73,7 +73,8 @@ var (
 // JVMTrackerConfigFromFlags is the tracker's configuration from the
 // --jvm.* and --path.* flags.
 func JVMTrackerConfigFromFlags() jvm.Config {
-	paths, native := FlagPaths(), jvm.DefaultNativeConfig
+	paths := FlagPaths()
+	native := jvm.DefaultNativeConfig
 	native.MaxAge, native.MinInterval, native.MoveBytes = *jvmNativeMaxAge, *jvmNativeMinInterval, uint64(*jvmNativeMove)
 	return jvm.Config{
 		ProcFS: paths.ProcFS,
@@ -125,16 +126,11 @@ type jvmCollector struct {
 
 	processes, dropped, readErrors, nativeReads, reads *prometheus.Desc
 
-	// The per-JVM series of the last view (jvm_series.go).
-	buildMu sync.Mutex
-	builtOf builtKey
-	built   *jvmSet
-}
-
-// builtKey is what the per-JVM series depend on: the view and the pod list.
-type builtKey struct {
-	view time.Time
-	pods *cloud.PodIndex
+	// The per-JVM series of the last view and pod list (jvm_series.go).
+	buildMu   sync.Mutex
+	built     *jvmSet
+	builtView time.Time
+	builtPods *cloud.PodIndex
 }
 
 // NewJVMCollector reports what the tracker last read of every JVM:

@@ -10,8 +10,7 @@ type containerFamilies struct {
 	cgLimit, cgUsage, cgWorkingSet, cgKills *exposition.Family
 	cgMemory                                *exposition.Family
 	// What the kernel says of the cgroup running short, which can come
-	// before usage nears the limit: v2's PSI, memory.events and
-	// memory.high, v1's failcnt.
+	// before usage nears the limit: v2's PSI, events and high; v1's failcnt.
 	cgPressure, cgEvents, cgHigh, cgFailcnt *exposition.Family
 }
 
@@ -55,7 +54,8 @@ func (c *containerFamilies) sendContainer(b exposition.Sink, j *jvm.JVM) {
 	p := &cg.Pressure
 	addIf(b, p.HasSome, c.cgPressure, float64(p.SomeTotal)/1e6, "some")
 	addIf(b, p.HasFull, c.cgPressure, float64(p.FullTotal)/1e6, "full")
-	if e := &cg.Events; cg.HasEvents {
+	if cg.HasEvents {
+		e := &cg.Events
 		addIf(b, e.HasLow, c.cgEvents, float64(e.Low), "low")
 		addIf(b, e.HasHigh, c.cgEvents, float64(e.High), "high")
 		addIf(b, e.HasMax, c.cgEvents, float64(e.Max), "max")

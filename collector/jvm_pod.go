@@ -125,10 +125,14 @@ func (c *jvmCollector) sendInfo(b exposition.Sink, j *jvm.JVM, p podIdentity) {
 // a cgroup path from src's last pod list (nil src: none), asking for no
 // new list: a kill's or exit's series keep them after the JVM is gone.
 func podOfCgroup(path string, src podSource) (namespace, pod, container string) {
-	var snap cloud.PodsSnapshot
-	if src != nil {
-		snap = src.Pods()
-	}
-	p := resolvePod(&jvm.JVM{Sample: jvm.Sample{CgroupPath: path}}, snap, nil, nil)
+	p := resolvePod(&jvm.JVM{Sample: jvm.Sample{CgroupPath: path}}, podsOf(src), nil, nil)
 	return labelValue(p.namespace), labelValue(p.pod), labelValue(p.container)
+}
+
+// podsOf is src's last pod list; none for nil src.
+func podsOf(src podSource) cloud.PodsSnapshot {
+	if src == nil {
+		return cloud.PodsSnapshot{}
+	}
+	return src.Pods()
 }

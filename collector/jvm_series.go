@@ -41,14 +41,10 @@ type jvmBuildKey struct {
 // series returns the per-JVM series of view and pod list, made once; a
 // JVM whose reading has not changed keeps its entry and rendered text.
 func (c *jvmCollector) series(view jvm.View) *jvmSet {
-	var pods cloud.PodsSnapshot
-	if c.pods != nil {
-		pods = c.pods.Pods()
-	}
-	key := builtKey{view: view.Time, pods: pods.Index}
+	pods := podsOf(c.pods)
 	c.buildMu.Lock()
 	defer c.buildMu.Unlock()
-	if c.built != nil && c.builtOf == key {
+	if c.built != nil && c.builtView == view.Time && c.builtPods == pods.Index {
 		return c.built
 	}
 	set := &jvmSet{processes: len(view.JVMs), dropped: view.Dropped, jvms: make([]*jvmEntry, 0, len(view.JVMs)+len(view.Ended))}
@@ -77,7 +73,7 @@ func (c *jvmCollector) series(view jvm.View) *jvmSet {
 	for i := range view.Ended {
 		set.jvms = append(set.jvms, &jvmEntry{ended: &view.Ended[i]})
 	}
-	c.built, c.builtOf = set, key
+	c.built, c.builtView, c.builtPods = set, view.Time, pods.Index
 	return set
 }
 

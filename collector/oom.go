@@ -121,7 +121,8 @@ func NewOOMCollector(cfg OOMConfig, source jvm.SampleSource, logger log.Logger) 
 func (c *oomCollector) Stop() { c.follower.Stop() }
 
 func (c *oomCollector) Update(ch chan<- prometheus.Metric) error {
-	now, err := c.now(), c.follower.Err()
+	now := c.now()
+	err := c.follower.Err()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.killCounts.collect(ch, c.kills, c.dropped, now)
@@ -173,10 +174,12 @@ func (c *oomCollector) recordKill(k oom.Kill) {
 			"pid", k.PID, "task_memcg", k.TaskMemcg)
 	}
 
-	identity, memcg := []string{"", "", "", ""}, k.TaskMemcg
-	if v := a.Victim; a.Found {
+	identity := []string{"", "", "", ""}
+	memcg := k.TaskMemcg
+	if a.Found {
 		// A child's kill carries its executor's identity, pid included:
 		// task names the child.
+		v := a.Victim
 		identity = jvmIdentity(jvm.Identity{PID: v.PID, Role: v.Role, AppID: v.AppID, ExecutorID: v.ExecutorID})
 		if v.CgroupPath != "" {
 			memcg = v.CgroupPath
@@ -222,13 +225,12 @@ func (c *oomCollector) lookupOwner(memcg string) (oom.Victim, bool) {
 	var owner *jvm.Sample
 	live := c.source.LiveSamples()
 	for i := range live {
-		if !oom.SameMemcg(live[i].CgroupPath, memcg) {
-			continue
+		if oom.SameMemcg(live[i].CgroupPath, memcg) {
+			if owner != nil {
+				return oom.Victim{}, false
+			}
+			owner = &live[i]
 		}
-		if owner != nil {
-			return oom.Victim{}, false
-		}
-		owner = &live[i]
 	}
 	if owner == nil {
 		return oom.Victim{}, false

@@ -21,10 +21,7 @@ type statusReporter interface {
 func (ec *ExecutorCollector) Status() statuspage.Snapshot {
 	s := statuspage.Snapshot{Time: time.Now()}
 	if ec.deps != nil && ec.deps.tracker != nil {
-		var pods cloud.PodsSnapshot
-		if ec.deps.pods != nil {
-			pods = ec.deps.pods.Pods()
-		}
+		pods := podsOf(ec.deps.pods)
 		view := ec.deps.tracker.Last()
 		s.JVMsSampled, s.JVMsDropped = view.Time, view.Dropped
 		s.JVMs = make([]statuspage.JVM, 0, len(view.JVMs))
