@@ -126,11 +126,16 @@ type jvmCollector struct {
 
 	processes, dropped, readErrors, nativeReads, reads *prometheus.Desc
 
-	// The per-JVM series of the last view and pod list (jvm_series.go).
-	buildMu   sync.Mutex
-	built     *jvmSet
-	builtView time.Time
-	builtPods *cloud.PodIndex
+	// The per-JVM series of the last view (jvm_series.go).
+	buildMu sync.Mutex
+	builtOf builtKey
+	built   *jvmSet
+}
+
+// builtKey is what the per-JVM series depend on: the view and the pod list.
+type builtKey struct {
+	view time.Time
+	pods *cloud.PodIndex
 }
 
 // NewJVMCollector reports what the tracker last read of every JVM:

@@ -51,9 +51,8 @@ func (c *containerFamilies) sendContainer(b exposition.Sink, j *jvm.JVM) {
 	addIf(b, cg.HasFile, c.cgMemory, float64(cg.File), "file")
 	addIf(b, cg.HasShmem, c.cgMemory, float64(cg.Shmem), "shmem")
 	addIf(b, cg.HasKernel, c.cgMemory, float64(cg.Kernel), "kernel")
-	p := &cg.Pressure
-	addIf(b, p.HasSome, c.cgPressure, float64(p.SomeTotal)/1e6, "some")
-	addIf(b, p.HasFull, c.cgPressure, float64(p.FullTotal)/1e6, "full")
+	addIf(b, cg.Pressure.HasSome, c.cgPressure, float64(cg.Pressure.SomeTotal)/1e6, "some")
+	addIf(b, cg.Pressure.HasFull, c.cgPressure, float64(cg.Pressure.FullTotal)/1e6, "full")
 	if cg.HasEvents {
 		e := &cg.Events
 		addIf(b, e.HasLow, c.cgEvents, float64(e.Low), "low")

@@ -42,9 +42,10 @@ type jvmBuildKey struct {
 // JVM whose reading has not changed keeps its entry and rendered text.
 func (c *jvmCollector) series(view jvm.View) *jvmSet {
 	pods := podsOf(c.pods)
+	key := builtKey{view: view.Time, pods: pods.Index}
 	c.buildMu.Lock()
 	defer c.buildMu.Unlock()
-	if c.built != nil && c.builtView == view.Time && c.builtPods == pods.Index {
+	if c.built != nil && c.builtOf == key {
 		return c.built
 	}
 	set := &jvmSet{processes: len(view.JVMs), dropped: view.Dropped, jvms: make([]*jvmEntry, 0, len(view.JVMs)+len(view.Ended))}
@@ -73,7 +74,7 @@ func (c *jvmCollector) series(view jvm.View) *jvmSet {
 	for i := range view.Ended {
 		set.jvms = append(set.jvms, &jvmEntry{ended: &view.Ended[i]})
 	}
-	c.built, c.builtView, c.builtPods = set, view.Time, pods.Index
+	c.built, c.builtOf = set, key
 	return set
 }
 

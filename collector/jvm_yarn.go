@@ -32,12 +32,11 @@ func withYARN(p podIdentity, j *jvm.JVM, apps appNames) podIdentity {
 		return p
 	}
 	if name, ok := apps.AppName(j.AppID); ok && name != "" {
-		labels := maps.Clone(p.labels)
-		if labels == nil {
-			labels = map[string]string{}
+		p.labels = maps.Clone(p.labels) // the pod list's map is shared
+		if p.labels == nil {
+			p.labels = map[string]string{}
 		}
-		labels[yarnAppNameLabel] = name
-		p.labels = labels
+		p.labels[yarnAppNameLabel] = name
 	}
 	return p
 }
