@@ -1,8 +1,8 @@
 package collector
 
 import (
+	"slices"
 	"strings"
-	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/go-kit/log"
@@ -46,6 +46,24 @@ func init() {
 	})
 }
 
+// interruptingEvents are the notices after which the cloud takes the
+// machine: a rebalance recommendation is only advice, and a maintenance
+// reboot ends the exporter too, so it never sees the JVMs go.
+var interruptingEvents = []string{cloud.EventSpotInterruption, cloud.EventPreemption, cloud.EventTermination}
+
+// pendingInterruptions lists the interrupting notices r holds as pending.
+func pendingInterruptions(r *cloud.Refresher) func() []string {
+	return func() []string {
+		var events []string
+		for _, n := range r.Snapshot().Notices {
+			if n.Pending && slices.Contains(interruptingEvents, n.Event) {
+				events = append(events, n.Event)
+			}
+		}
+		return events
+	}
+}
+
 // cloudConfigFromFlags is the refresher's configuration from the --cloud.*,
 // --kubernetes.* and --path.sysfs flags.
 func cloudConfigFromFlags() cloud.Config {
@@ -63,14 +81,14 @@ func cloudConfigFromFlags() cloud.Config {
 			APIURL:         *cloudKubernetesAPIURL,
 			TokenFile:      cloud.DefaultKubernetesTokenFile,
 			CAFile:         cloud.DefaultKubernetesCAFile,
-			LabelAllowlist: cloudSplitList(*cloudKubernetesNodeLabels),
+			LabelAllowlist: splitList(*cloudKubernetesNodeLabels),
 			Pods:           podsConfigFromFlags(),
 		},
 	}
 }
 
-// cloudSplitList splits a comma-separated flag value, dropping blanks.
-func cloudSplitList(s string) []string {
+// splitList splits a comma-separated flag value, dropping blanks.
+func splitList(s string) []string {
 	var out []string
 	for _, f := range strings.Split(s, ",") {
 		if f = strings.TrimSpace(f); f != "" {
@@ -90,31 +108,25 @@ type cloudCollector struct {
 	podListSuccess                                          *prometheus.Desc
 }
 
-// NewCloudCollector returns a collector that reads r's cache. r runs in
-// the background (detection, metadata, node labels, notice polling) and
-// is started and stopped by whoever built it: other collectors read its
-// pod list.
+// NewCloudCollector returns a collector that reads r's cache; whoever
+// built r starts and stops it (other collectors read its pod list).
 func NewCloudCollector(r *cloud.Refresher) Collector {
 	return &cloudCollector{
 		refresher: r,
-		info: prometheus.NewDesc(prometheus.BuildFQName(namespace, "instance", "info"),
+		info: newDesc("instance", "info",
 			"What machine this is: cloud provider, instance type, lifecycle (on-demand, spot, unknown), placement and Kubernetes node; source says where the facts came from.",
-			[]string{"provider", "platform", "instance_type", "lifecycle", "region", "zone", "instance_id", "node", "node_pool", "source"}, nil),
-		pending: prometheus.NewDesc(prometheus.BuildFQName(namespace, "instance", "interruption_pending"),
+			"provider", "platform", "instance_type", "lifecycle", "region", "zone", "instance_id", "node", "node_pool", "source"),
+		pending: newDesc("instance", "interruption_pending",
 			"1 while the cloud announces that it will interrupt this instance (spot interruption, rebalance recommendation, preemption, scheduled event), 0 otherwise.",
-			[]string{"event"}, nil),
-		pendingTime: prometheus.NewDesc(prometheus.BuildFQName(namespace, "instance", "interruption_timestamp_seconds"),
-			"When the announced interruption will happen, as a Unix time, if the cloud said.",
-			[]string{"event"}, nil),
-		refreshSuccess: prometheus.NewDesc(prometheus.BuildFQName(namespace, "metadata", "refresh_success"),
-			"Whether the last refresh of instance metadata and node labels got an answer from every source asked.",
-			nil, nil),
-		lastRefresh: prometheus.NewDesc(prometheus.BuildFQName(namespace, "metadata", "last_refresh_timestamp_seconds"),
-			"When instance metadata and node labels were last refreshed successfully, as a Unix time.",
-			nil, nil),
-		podListSuccess: prometheus.NewDesc(prometheus.BuildFQName(namespace, "kubernetes", "pod_list_success"),
-			"Whether the last list of this node's pods (namespace, pod and container of each JVM) succeeded; absent when pods are not listed.",
-			nil, nil),
+			"event"),
+		pendingTime: newDesc("instance", "interruption_timestamp_seconds",
+			"When the announced interruption will happen, as a Unix time, if the cloud said.", "event"),
+		refreshSuccess: newDesc("metadata", "refresh_success",
+			"Whether the last refresh of instance metadata and node labels got an answer from every source asked."),
+		lastRefresh: newDesc("metadata", "last_refresh_timestamp_seconds",
+			"When instance metadata and node labels were last refreshed successfully, as a Unix time."),
+		podListSuccess: newDesc("kubernetes", "pod_list_success",
+			"Whether the last list of this node's pods (namespace, pod and container of each JVM) succeeded; absent when pods are not listed."),
 	}
 }
 
@@ -128,17 +140,17 @@ func (c *cloudCollector) Update(ch chan<- prometheus.Metric) error {
 	ch <- prometheus.MustNewConstMetric(c.info, prometheus.GaugeValue, 1,
 		i.Provider, i.Platform, i.InstanceType, i.Lifecycle, i.Region, i.Zone, i.InstanceID, i.Node, i.NodePool, i.Source)
 
-	ch <- prometheus.MustNewConstMetric(c.refreshSuccess, prometheus.GaugeValue, cloudBoolToFloat(snap.RefreshSuccess))
+	ch <- prometheus.MustNewConstMetric(c.refreshSuccess, prometheus.GaugeValue, boolToFloat(snap.RefreshSuccess))
 	if pods := c.refresher.Pods(); !pods.LastAttempt.IsZero() {
-		ch <- prometheus.MustNewConstMetric(c.podListSuccess, prometheus.GaugeValue, cloudBoolToFloat(pods.Success))
+		ch <- prometheus.MustNewConstMetric(c.podListSuccess, prometheus.GaugeValue, boolToFloat(pods.Success))
 	}
 	if !snap.LastSuccess.IsZero() {
-		ch <- prometheus.MustNewConstMetric(c.lastRefresh, prometheus.GaugeValue, cloudUnixSeconds(snap.LastSuccess))
+		ch <- prometheus.MustNewConstMetric(c.lastRefresh, prometheus.GaugeValue, unixSeconds(snap.LastSuccess))
 	}
 	for _, n := range snap.Notices {
-		ch <- prometheus.MustNewConstMetric(c.pending, prometheus.GaugeValue, cloudBoolToFloat(n.Pending), n.Event)
+		ch <- prometheus.MustNewConstMetric(c.pending, prometheus.GaugeValue, boolToFloat(n.Pending), n.Event)
 		if n.Pending && !n.Time.IsZero() {
-			ch <- prometheus.MustNewConstMetric(c.pendingTime, prometheus.GaugeValue, cloudUnixSeconds(n.Time), n.Event)
+			ch <- prometheus.MustNewConstMetric(c.pendingTime, prometheus.GaugeValue, unixSeconds(n.Time), n.Event)
 		}
 	}
 	if len(snap.NodeLabels) > 0 {
@@ -157,13 +169,9 @@ func (c *cloudCollector) Update(ch chan<- prometheus.Metric) error {
 	return nil
 }
 
-func cloudBoolToFloat(b bool) float64 {
+func boolToFloat(b bool) float64 {
 	if b {
 		return 1
 	}
 	return 0
-}
-
-func cloudUnixSeconds(t time.Time) float64 {
-	return float64(t.UnixNano()) / 1e9
 }

@@ -7,7 +7,8 @@ package collector
 import (
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -34,33 +35,27 @@ type Stopper interface {
 }
 
 // ErrNoData tells the framework that a collector had nothing to report
-// this time (a missing optional kernel feature, say). It is logged at debug
-// level and is not a failure.
+// this time; it is no failure.
 var ErrNoData = errors.New("collector returned no data")
 
-// Factory builds a collector from its flags and the dependencies it shares
-// with other collectors. Collectors read their own flags, declared next to
-// them; deps gives what is built once per exporter (the JVM tracker).
+// Factory builds a collector from its own flags and deps, what is built
+// once per exporter.
 type Factory func(logger log.Logger, deps *Dependencies) (Collector, error)
 
 var (
 	factoriesMu       sync.Mutex
 	factories         = map[string]Factory{}
 	collectorEnabled  = map[string]*bool{}
-	scrapeDurationDsc = prometheus.NewDesc(
-		prometheus.BuildFQName(namespace, "scrape", "collector_duration_seconds"),
-		"executor_exporter: Duration of a collector scrape.",
-		[]string{"collector"}, nil,
-	)
-	scrapeSuccessDesc = prometheus.NewDesc(
-		prometheus.BuildFQName(namespace, "scrape", "collector_success"),
-		"executor_exporter: Whether a collector succeeded.",
-		[]string{"collector"}, nil,
-	)
+	scrapeDurationDsc = newDesc("scrape", "collector_duration_seconds", "executor_exporter: Duration of a collector scrape.", "collector")
+	scrapeSuccessDesc = newDesc("scrape", "collector_success", "executor_exporter: Whether a collector succeeded.", "collector")
 )
 
-// registerCollector adds a collector and its --collector.<name> flag. It is
-// called from the init function of each collector's file.
+// newDesc describes a metric the exporter defines.
+func newDesc(subsystem, name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(prometheus.BuildFQName(namespace, subsystem, name), help, labels, nil)
+}
+
+// registerCollector adds a collector and its --collector.<name> flag.
 func registerCollector(name string, enabledByDefault bool, factory Factory) {
 	def := "disabled"
 	if enabledByDefault {
@@ -80,17 +75,11 @@ func registerCollector(name string, enabledByDefault bool, factory Factory) {
 func Names() []string {
 	factoriesMu.Lock()
 	defer factoriesMu.Unlock()
-	names := make([]string, 0, len(factories))
-	for n := range factories {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(factories))
 }
 
 // ExecutorCollector runs the enabled collectors in parallel and reports each
-// one's duration and success. It owns the collectors and the dependencies
-// they share, and Stop ends them all.
+// one's duration and success; it owns them and their dependencies.
 type ExecutorCollector struct {
 	Collectors map[string]Collector
 	deps       *Dependencies
@@ -103,14 +92,11 @@ func NewExecutorCollector(logger log.Logger, deps *Dependencies) (*ExecutorColle
 	factoriesMu.Lock()
 	defer factoriesMu.Unlock()
 	ec := &ExecutorCollector{Collectors: map[string]Collector{}, deps: deps, logger: logger}
-	names := make([]string, 0, len(collectorEnabled))
-	for name, enabled := range collectorEnabled {
-		if *enabled {
-			names = append(names, name)
+	// Sorted: a deterministic build order, and so deterministic logs.
+	for _, name := range slices.Sorted(maps.Keys(collectorEnabled)) {
+		if !*collectorEnabled[name] {
+			continue
 		}
-	}
-	sort.Strings(names) // a deterministic build order, and so deterministic logs
-	for _, name := range names {
 		c, err := factories[name](log.With(logger, "collector", name), deps)
 		if err != nil {
 			ec.Stop()
@@ -121,15 +107,10 @@ func NewExecutorCollector(logger log.Logger, deps *Dependencies) (*ExecutorColle
 	return ec, nil
 }
 
-// NewExecutorCollectorFrom wraps already-built collectors; tests use it to
-// run one collector through the same fan-out the binary uses.
+// NewExecutorCollectorFrom wraps already-built collectors, for tests.
 func NewExecutorCollectorFrom(logger log.Logger, collectors map[string]Collector) *ExecutorCollector {
 	return &ExecutorCollector{Collectors: collectors, logger: logger}
 }
-
-// Dependencies returns what the collectors share (nil for collectors
-// wrapped by NewExecutorCollectorFrom).
-func (ec *ExecutorCollector) Dependencies() *Dependencies { return ec.deps }
 
 // Describe implements prometheus.Collector.
 func (ec *ExecutorCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -140,9 +121,8 @@ func (ec *ExecutorCollector) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (ec *ExecutorCollector) Collect(ch chan<- prometheus.Metric) { ec.collect(ch, nil, true) }
 
-// fromSnapshot is ec with the jvm collector serving set, one snapshot of
-// the tracker's view; its per-JVM series only with perJVM, for the
-// handler writes them itself from the same set (Handler).
+// fromSnapshot is ec with the jvm collector serving set; its per-JVM
+// series only with perJVM, for the handler writes them itself (Handler).
 type fromSnapshot struct {
 	ec     *ExecutorCollector
 	set    *jvmSet
@@ -156,22 +136,19 @@ func (s fromSnapshot) Collect(ch chan<- prometheus.Metric) { s.ec.collect(ch, s.
 // from set (nil: the view it finds).
 func (ec *ExecutorCollector) collect(ch chan<- prometheus.Metric, set *jvmSet, perJVM bool) {
 	var wg sync.WaitGroup
-	wg.Add(len(ec.Collectors))
 	for name, c := range ec.Collectors {
-		go func(name string, c Collector) {
-			defer wg.Done()
+		wg.Go(func() {
 			update := c.Update
 			if jc, ok := c.(*jvmCollector); ok && set != nil {
 				update = func(ch chan<- prometheus.Metric) error { return jc.update(ch, set, !perJVM) }
 			}
 			ec.execute(name, update, ch)
-		}(name, c)
+		})
 	}
 	wg.Wait()
 }
 
-// Stop ends the background work of every collector that has some, then
-// that of the dependencies they shared.
+// Stop ends the collectors' background work, then the dependencies'.
 func (ec *ExecutorCollector) Stop() {
 	for _, c := range ec.Collectors {
 		if s, ok := c.(Stopper); ok {

@@ -10,9 +10,8 @@ import (
 	"github.com/executor-exporter/executor_exporter/internal/yarn"
 )
 
-// Dependencies are what several collectors share. NewExecutorCollector
-// hands them to the factories, which build each on first use in whatever
-// order they run, and stops them after the collectors.
+// Dependencies are what several collectors share, each built on first use
+// whatever the factories' order, and stopped after the collectors.
 type Dependencies struct {
 	logger        log.Logger
 	trackerConfig jvm.Config
@@ -41,10 +40,8 @@ func NewDependencies(logger log.Logger, trackerConfig jvm.Config) *Dependencies 
 	return &Dependencies{logger: logger, trackerConfig: trackerConfig}
 }
 
-// JVMTracker returns the one JVM tracker, started. The jvm collector reads
-// from it and the oom collector asks it what a killed pid looked like, so
-// it runs when either is enabled. Factories run one at a time, so this
-// needs no lock.
+// JVMTracker returns the one JVM tracker, started. Factories run one at a
+// time, so this needs no lock.
 func (d *Dependencies) JVMTracker() (*jvm.Tracker, error) {
 	if !d.trackerBuilt {
 		d.trackerBuilt = true
@@ -66,10 +63,8 @@ func (d *Dependencies) JVMTracker() (*jvm.Tracker, error) {
 	return d.tracker, d.trackerErr
 }
 
-// cloudRefresher returns the one cloud refresher, started, built from the
-// --cloud.* and --kubernetes.* flags. The cloud collector serves its
-// cache, and its pod list names the JVMs of the jvm, oom and exits
-// collectors; one refresher keeps one client and one list per node.
+// cloudRefresher returns the one cloud refresher, started: the cloud
+// collector's cache and the pod list that names JVMs.
 func (d *Dependencies) cloudRefresher() (*cloud.Refresher, error) {
 	if !d.refresherBuilt {
 		d.refresherBuilt = true
@@ -81,10 +76,9 @@ func (d *Dependencies) cloudRefresher() (*cloud.Refresher, error) {
 	return d.refresher, d.refresherErr
 }
 
-// Pods returns the list of this node's pods that names JVMs, or nil when
-// pods are not listed: without --kubernetes.node-name or an API server,
-// with --no-kubernetes.pod-metadata, or with --no-collector.cloud, which
-// keeps the exporter from building the refresher that lists them.
+// Pods returns the list of this node's pods that names JVMs; nil when pods
+// are not listed (no --kubernetes.node-name or API server,
+// --no-kubernetes.pod-metadata, or --no-collector.cloud).
 func (d *Dependencies) Pods() (podSource, error) {
 	if d.pods != nil || !collectorOn("cloud") {
 		return d.pods, nil
@@ -99,10 +93,8 @@ func (d *Dependencies) Pods() (podSource, error) {
 	return d.pods, nil
 }
 
-// YARN returns the one YARN source, started, built from the --yarn.* flags
-// and yarn-site.xml; nil when this is no YARN node or with
-// --no-collector.yarn. The yarn collector serves its node facts; the
-// tracker and the exits collector read its containers.
+// YARN returns the one YARN source, started; nil when this is no YARN
+// node or with --no-collector.yarn.
 func (d *Dependencies) YARN() (*yarn.Source, error) {
 	if !d.yarnBuilt && collectorOn("yarn") {
 		d.yarnBuilt = true

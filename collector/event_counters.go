@@ -9,9 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// eventCounterFlags are the three settings of a collector's eventCounters,
-// as --<prefix>.retention, --<prefix>.max-series and
-// --<prefix>.new-series-hold.
+// eventCounterFlags are the --<prefix>.* settings of an eventCounters.
 type eventCounterFlags struct {
 	retention     *time.Duration
 	maxSeries     *int
@@ -35,15 +33,9 @@ func addEventCounterFlags(prefix, counter, event string) eventCounterFlags {
 }
 
 // eventCounters are counters of events that outlive their subject (an OOM
-// kill, a JVM's end), one series per label set. Three rules make them safe
-// to alert on and bounded:
-//   - a new series reads 0 on its first scrape (and for at least
-//     newSeriesHold), so increase() sees its first event;
-//   - a series is dropped retention after its last event;
-//   - at most maxSeries are kept; beyond it the oldest goes and dropped
-//     counts it.
-//
-// It is not safe for concurrent use: its collector holds a lock around it.
+// kill, a JVM's end), one series per label set: a new series reads 0 first
+// (docs/oom.md#alerting-on-the-first-kill-of-a-new-series), and they are
+// bounded (docs/oom.md#bounds). Its collector holds a lock around it.
 type eventCounters struct {
 	retention     time.Duration
 	maxSeries     int
@@ -61,11 +53,17 @@ type eventSeries struct {
 	shownAt0 bool      // a scrape has seen it at 0
 }
 
-func newEventCounters(retention time.Duration, maxSeries int, newSeriesHold time.Duration) eventCounters {
-	return eventCounters{retention: retention, maxSeries: maxSeries, newSeriesHold: newSeriesHold, series: map[string]*eventSeries{}}
+// newEventCounters checks the bounds; what names the collector in errors.
+func newEventCounters(what string, retention time.Duration, maxSeries int, newSeriesHold time.Duration) (eventCounters, error) {
+	if maxSeries <= 0 {
+		return eventCounters{}, fmt.Errorf("%s max series must be positive", what)
+	}
+	if retention <= 0 {
+		return eventCounters{}, fmt.Errorf("%s retention must be positive", what)
+	}
+	return eventCounters{retention: retention, maxSeries: maxSeries, newSeriesHold: newSeriesHold, series: map[string]*eventSeries{}}, nil
 }
 
-// add counts one event for labels at now.
 func (e *eventCounters) add(labels []string, now time.Time) {
 	key := strings.Join(labels, "\xff")
 	if s, ok := e.series[key]; ok {

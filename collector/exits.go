@@ -2,8 +2,6 @@ package collector
 
 import (
 	"fmt"
-	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -11,7 +9,6 @@ import (
 	"github.com/go-kit/log/level"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/executor-exporter/executor_exporter/internal/cloud"
 	"github.com/executor-exporter/executor_exporter/internal/exits"
 	"github.com/executor-exporter/executor_exporter/internal/jvm"
 	"github.com/executor-exporter/executor_exporter/internal/statuspage"
@@ -47,16 +44,8 @@ type ExitsConfig struct {
 	Pods podSource
 }
 
-// interruptingEvents are the notices after which the cloud takes the
-// machine: a rebalance recommendation is only advice, and a maintenance
-// reboot ends the exporter too, so it never sees the JVMs go.
-var interruptingEvents = []string{cloud.EventSpotInterruption, cloud.EventPreemption, cloud.EventTermination}
-
-// exitWitness gathers what the other collectors see of a JVM's end — the
-// tracker's deaths, the oom collector's kills, the cloud collector's
-// notices — for the judge (internal/exits), and hands each decision to the
-// exits collector. Dependencies holds the one instance, so collectors
-// built in any order meet it.
+// exitWitness gathers what is seen of a JVM's end for the judge and hands
+// each decision to the exits collector (docs/design.md#the-exits-path).
 type exitWitness struct {
 	mu      sync.Mutex
 	judge   *exits.Judge[jvm.Sample]
@@ -75,9 +64,8 @@ func newExitWitnessOf(src yarnContainers) *exitWitness {
 	return &exitWitness{judge: exits.NewJudge[jvm.Sample](cfg), yarn: src}
 }
 
-// witness returns the dependencies' exit witness, built on first use,
-// with the YARN source where there is one (its errors are the yarn
-// collector's to report).
+// witness returns the dependencies' exit witness, built on first use
+// (the YARN source's errors are the yarn collector's to report).
 func (d *Dependencies) witness() *exitWitness {
 	if d.exits == nil {
 		var src yarnContainers
@@ -105,10 +93,9 @@ func (w *exitWitness) WatchNotices(f func() []string) {
 	w.mu.Unlock()
 }
 
-// Gone takes the tracker's report of the JVMs found gone (an OnScan
-// function: every scan) and decides what can be decided. What must
-// wait for a late kill record or notice is decided when the judge's delay
-// is over, not at the next scan or scrape.
+// Gone takes the tracker's report of the JVMs found gone (every scan) and
+// decides what it can; what must wait for a late kill or notice is decided
+// when the judge's delay is over, not at the next scan or scrape.
 func (w *exitWitness) Gone(now time.Time, gone []jvm.Exit) {
 	w.mu.Lock()
 	for _, e := range gone {
@@ -123,8 +110,7 @@ func (w *exitWitness) Gone(now time.Time, gone []jvm.Exit) {
 	}
 }
 
-// Decide looks at the notices and hands over the deaths that can be
-// decided at now.
+// Decide hands over the deaths that can be decided at now.
 func (w *exitWitness) Decide(now time.Time) {
 	w.mu.Lock()
 	if w.notices != nil {
@@ -147,23 +133,6 @@ func (w *exitWitness) setSink(f func([]exits.Decided[jvm.Sample])) {
 	w.mu.Unlock()
 }
 
-// pendingInterruptions returns a function listing the interrupting
-// notices the refresher's cache holds as pending.
-func pendingInterruptions(r *cloud.Refresher) func() []string {
-	return func() []string {
-		var events []string
-		for _, n := range r.Snapshot().Notices {
-			if n.Pending && slices.Contains(interruptingEvents, n.Event) {
-				events = append(events, n.Event)
-			}
-		}
-		return events
-	}
-}
-
-// maxRecentExits is how many decisions the status page shows.
-const maxRecentExits = 20
-
 type exitsCollector struct {
 	cfg     ExitsConfig
 	witness *exitWitness
@@ -178,26 +147,23 @@ type exitsCollector struct {
 }
 
 // newExitsCollector counts the JVMs the tracker finds gone, by identity
-// and the reason the judge gives (docs/exits.md), from the tracker's next
-// scan on.
+// and the reason the judge gives (docs/exits.md).
 func newExitsCollector(cfg ExitsConfig, tracker *jvm.Tracker, witness *exitWitness, logger log.Logger) (Collector, error) {
-	if cfg.MaxSeries <= 0 {
-		return nil, fmt.Errorf("exits max series must be positive")
-	}
-	if cfg.Retention <= 0 {
-		return nil, fmt.Errorf("exits retention must be positive")
+	counts, err := newEventCounters("exits", cfg.Retention, cfg.MaxSeries, cfg.NewSeriesHold)
+	if err != nil {
+		return nil, err
 	}
 	c := &exitsCollector{
 		cfg:     cfg,
 		witness: witness,
 		logger:  logger,
 		now:     time.Now,
-		exitsDesc: prometheus.NewDesc(prometheus.BuildFQName(namespace, "jvm", "exits_total"),
+		exitsDesc: newDesc("jvm", "exits_total",
 			"Tracked JVMs that ended since the exporter started, by identity and judged reason (oom_killed, heap_exhausted, interrupted, killed, exited, unknown; docs/exits.md). A new series reads 0 for one scrape before its first exit counts, so increase() sees it.",
-			append(append([]string{}, identityLabels...), "reason", "namespace", "pod", "container", "region"), nil),
-		dropped: prometheus.NewDesc(prometheus.BuildFQName(namespace, "jvm", "exits_series_dropped_total"),
-			"Exit counters dropped before their retention because --exits.max-series was reached.", nil, nil),
-		exits: newEventCounters(cfg.Retention, cfg.MaxSeries, cfg.NewSeriesHold),
+			append(append([]string{}, identityLabels...), "reason", "namespace", "pod", "container", "region")...),
+		dropped: newDesc("jvm", "exits_series_dropped_total",
+			"Exit counters dropped before their retention because --exits.max-series was reached."),
+		exits: counts,
 	}
 	witness.setSink(c.record)
 	tracker.OnScan(func(now time.Time, _ jvm.View, gone []jvm.Exit) { witness.Gone(now, gone) })
@@ -222,16 +188,11 @@ func (c *exitsCollector) record(decided []exits.Decided[jvm.Sample]) {
 		// Named at the exit: the JVM's info series goes with it.
 		ns, pod, container := podOfCgroup(s.CgroupPath, c.cfg.Pods)
 		if container == "" {
-			container = s.YARNContainer // no cgroup of its own: the NodeManager's container, as on executor_jvm_info
+			container = labelValue(s.YARNContainer) // no cgroup of its own: the NodeManager's container, as on executor_jvm_info
 		}
-		labels := []string{strconv.Itoa(s.PID), labelValue(s.Role), labelValue(s.AppID), labelValue(s.ExecutorID), d.Verdict.Reason,
-			labelValue(ns), labelValue(pod), labelValue(container), d.Verdict.Region}
-		c.exits.add(labels, now)
-		if len(c.recent) == maxRecentExits {
-			c.recent = append(c.recent[:0], c.recent[1:]...)
-		}
-		c.recent = append(c.recent, statuspage.Exit{Time: d.At, Identity: statusIdentity(s.PID, s.Role, s.AppID, s.ExecutorID),
-			Reason: d.Verdict.Reason, Detail: explanation(d.Verdict), Region: d.Verdict.Region})
+		c.exits.add(append(jvmIdentity(s.Identity), d.Verdict.Reason, ns, pod, container, d.Verdict.Region), now)
+		c.recent = appendRecent(c.recent, statuspage.Exit{Time: d.At, Identity: statusIdentity(s.PID, s.Role, s.AppID, s.ExecutorID),
+			Reason: d.Verdict.Reason, Detail: explanation(d.Verdict), Region: d.Verdict.Region}, maxRecent)
 	}
 	c.mu.Unlock()
 	for _, d := range decided {
@@ -248,23 +209,15 @@ func explanation(v exits.Verdict) string {
 	return v.Evidence + "; " + v.Advice
 }
 
-// logExit writes the one line about a JVM's end: who, the reason, the
-// evidence, and what it looked like last.
+// logExit writes the one line about a JVM's end.
 func (c *exitsCollector) logExit(d exits.Decided[jvm.Sample]) {
 	s, v := d.Payload, d.Verdict
-	who := fmt.Sprintf("JVM pid %d", s.PID)
-	switch s.Role {
-	case jvm.RoleExecutor:
-		who = fmt.Sprintf("Spark executor %s of %s (pid %d)", s.ExecutorID, s.AppID, s.PID)
-	case jvm.RoleDriver:
-		who = fmt.Sprintf("Spark driver of %s (pid %d)", s.AppID, s.PID)
-	}
 	lvl := level.Warn
 	if v.Reason == exits.ReasonExited {
 		lvl = level.Info
 	}
 	lvl(c.logger).Log(
-		"msg", fmt.Sprintf("JVM ended: %s, reason %s: %s", who, v.Reason, explanation(v)),
+		"msg", fmt.Sprintf("JVM ended: %s, reason %s: %s", jvmWho(s.PID, s.Role, s.AppID, s.ExecutorID), v.Reason, explanation(v)),
 		"pid", s.PID, "role", s.Role, "app_id", s.AppID, "executor_id", s.ExecutorID, "reason", v.Reason, "region", v.Region,
 		"hsperfdata_file", d.Death.File.String(),
 		"last_alive", d.Death.LastAlive.UTC().Format(time.RFC3339Nano),
@@ -278,10 +231,7 @@ func (c *exitsCollector) logExit(d exits.Decided[jvm.Sample]) {
 // reportStatus adds the recent exits, newest first, to the status page.
 func (c *exitsCollector) reportStatus(s *statuspage.Snapshot) {
 	c.mu.Lock()
-	recent := slices.Clone(c.recent)
-	c.mu.Unlock()
+	defer c.mu.Unlock()
 	s.ExitsCounted = true
-	for i := len(recent) - 1; i >= 0; i-- {
-		s.Exits = append(s.Exits, recent[i])
-	}
+	s.Exits = append(s.Exits, newestFirst(c.recent)...)
 }

@@ -15,12 +15,10 @@ type yarnContainers interface {
 	Node() yarn.Node
 }
 
-// yarnEvidence is what is known of the YARN container a JVM died in: its
-// allocation, the NodeManager's checks, and the JVM's last sample against
-// them, with the region and advice the OOM verdict gives that sample
-// against the allocation, so that a NodeManager's kill is explained as a
-// kernel one is. nil when the JVM ran in no container the NodeManager
-// listed.
+// yarnEvidence is what is known of the YARN container a JVM died in, with
+// the region and advice the OOM verdict gives its last sample against the
+// allocation, so that a NodeManager's kill is explained as a kernel one
+// is; nil when the NodeManager listed no container of the JVM.
 func yarnEvidence(src yarnContainers, last jvm.Sample, d exits.Death) *exits.YARN {
 	if src == nil || last.YARNContainer == "" {
 		return nil
@@ -59,9 +57,8 @@ func yarnEvidence(src yarnContainers, last jvm.Sample, d exits.Death) *exits.YAR
 	return y
 }
 
-// yarnStatus is the judge's view of the NodeManager's word on a finished
-// container: its exit status, and the kind and figures of the kill its
-// diagnostics name.
+// yarnStatus is the NodeManager's word on a finished container: its exit
+// status, and the kill its diagnostics name.
 func yarnStatus(src yarnContainers) func(string) (exits.YARNStatus, bool) {
 	return func(id string) (exits.YARNStatus, bool) {
 		c, ok := src.Container(id)

@@ -11,10 +11,8 @@ import (
 )
 
 // Handler serves every collector's series and g's (the build info, the
-// exporter's own metrics), as promhttp does. Each request serves one
-// snapshot of the JVM tracker's view: its collectors' series and the
-// per-JVM series come from the same view, whatever other requests run at
-// the same time.
+// exporter's own metrics), as promhttp does, each request from one
+// snapshot of the JVM tracker's view (docs/design.md#data-flow).
 func (ec *ExecutorCollector) Handler(g prometheus.Gatherer, opts promhttp.HandlerOpts) http.Handler {
 	fallback := promhttp.HandlerForTransactional(ec.Gatherer(g), opts)
 	jc, _ := ec.Collectors["jvm"].(*jvmCollector)
@@ -40,28 +38,17 @@ func (s textSource) Snapshot(openMetrics bool) ([]*dto.MetricFamily, []*expositi
 	return mfs, s.jc.texts(set, openMetrics), nil
 }
 
-// Gatherer gathers every collector and g — the build info, the exporter's
-// own metrics — from one snapshot of the tracker's view, with the per-JVM
-// series as const metrics. It is for formats other than text (protobuf),
-// through promhttp.HandlerForTransactional.
+// Gatherer gathers every collector and g from one snapshot of the
+// tracker's view, for formats other than text (protobuf).
 func (ec *ExecutorCollector) Gatherer(g prometheus.Gatherer) prometheus.TransactionalGatherer {
 	jc, _ := ec.Collectors["jvm"].(*jvmCollector)
-	return servedGatherer{g: g, ec: ec, jc: jc}
-}
-
-type servedGatherer struct {
-	g  prometheus.Gatherer
-	ec *ExecutorCollector
-	jc *jvmCollector
-}
-
-func (p servedGatherer) Gather() ([]*dto.MetricFamily, func(), error) {
-	var set *jvmSet
-	if p.jc != nil {
-		set = p.jc.snapshot()
-	}
-	mfs, err := p.ec.gatherWith(set, true, p.g)
-	return mfs, func() {}, err
+	return prometheus.ToTransactionalGatherer(prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		var set *jvmSet
+		if jc != nil {
+			set = jc.snapshot()
+		}
+		return ec.gatherWith(set, true, g)
+	}))
 }
 
 // gatherWith gathers every collector, the jvm collector from set (nil:

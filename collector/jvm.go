@@ -74,6 +74,8 @@ var (
 // --jvm.* and --path.* flags.
 func JVMTrackerConfigFromFlags() jvm.Config {
 	paths := FlagPaths()
+	native := jvm.DefaultNativeConfig
+	native.MaxAge, native.MinInterval, native.MoveBytes = *jvmNativeMaxAge, *jvmNativeMinInterval, uint64(*jvmNativeMove)
 	return jvm.Config{
 		ProcFS: paths.ProcFS,
 		SysFS:  paths.SysFS,
@@ -85,14 +87,8 @@ func JVMTrackerConfigFromFlags() jvm.Config {
 		EndedRetention: *exitsCounterFlags.retention,
 		MaxProcesses:   *jvmMaxProcesses,
 		MaxAge:         *jvmMaxSampleAge,
-		Native:         nativeConfigFromFlags(),
+		Native:         native,
 	}
-}
-
-func nativeConfigFromFlags() jvm.NativeConfig {
-	c := jvm.DefaultNativeConfig
-	c.MaxAge, c.MinInterval, c.MoveBytes = *jvmNativeMaxAge, *jvmNativeMinInterval, uint64(*jvmNativeMove)
-	return c
 }
 
 // maxLabelBytes caps every label value taken from a JVM: command lines and
@@ -111,13 +107,11 @@ type jvmSource interface {
 }
 
 type jvmCollector struct {
-	tracker jvmSource
-	logger  log.Logger
-	// pods names each JVM's pod; nil without the Kubernetes API.
-	pods      podSource
+	tracker   jvmSource
+	logger    log.Logger
+	pods      podSource // names each JVM's pod; nil without the Kubernetes API
 	podLabels []string
-	// apps names YARN applications; nil off YARN.
-	apps appNames
+	apps      appNames // names YARN applications; nil off YARN
 
 	table                                  *exposition.Table // the per-JVM families
 	info                                   *exposition.Family
@@ -144,10 +138,8 @@ type builtKey struct {
 	pods *cloud.PodIndex
 }
 
-// NewJVMCollector reports what the tracker reads of every JVM: HotSpot's
-// own counters from hsperfdata, the process tree's resident memory, and
-// the memory cgroup around it. A scrape serves what the tracker last read
-// (jvm.Tracker.Current).
+// NewJVMCollector reports what the tracker last read of every JVM:
+// hsperfdata, the process tree's resident memory, its memory cgroup.
 func NewJVMCollector(tracker *jvm.Tracker, logger log.Logger) Collector {
 	return newJVMCollector(tracker, logger)
 }
@@ -184,23 +176,19 @@ func newJVMCollector(tracker jvmSource, logger log.Logger) *jvmCollector {
 			"Resident memory of the JVM process by region, from /proc/<pid>/smaps and the JVM's reservations (docs/jvm.md#native-memory-by-region); read when it can have changed.", "region"),
 		nativeTime: t.Family(fqName("jvm", "native_memory_timestamp_seconds"),
 			"When the JVM's breakdown by region was last read or found unchanged, seconds since the epoch."),
-		nativeReads: prometheus.NewDesc(prometheus.BuildFQName(namespace, "jvm", "native_memory_reads_total"),
-			"Reads for the JVMs' breakdowns by region: smaps (a breakdown, milliseconds of CPU each) or maps (a check that found one unchanged).", []string{"file"}, nil),
-		reads: prometheus.NewDesc(prometheus.BuildFQName(namespace, "jvm", "reads_total"),
-			"Readings of a JVM (hsperfdata, process tree, cgroup), in the background as its risk says and on scrapes when nothing samples in the background.", nil, nil),
-		processes: prometheus.NewDesc(prometheus.BuildFQName(namespace, "jvm", "processes"),
-			"JVMs tracked on this machine.", nil, nil),
-		dropped: prometheus.NewDesc(prometheus.BuildFQName(namespace, "jvm", "processes_dropped"),
-			"JVMs found but not tracked because of --jvm.max-processes.", nil, nil),
-		readErrors: prometheus.NewDesc(prometheus.BuildFQName(namespace, "jvm", "read_errors_total"),
-			"JVMs found but not read (or whose cgroup was not read), by reason.", []string{"reason"}, nil),
+		nativeReads: newDesc("jvm", "native_memory_reads_total",
+			"Reads for the JVMs' breakdowns by region: smaps (a breakdown, milliseconds of CPU each) or maps (a check that found one unchanged).", "file"),
+		reads: newDesc("jvm", "reads_total",
+			"Readings of a JVM (hsperfdata, process tree, cgroup), in the background as its risk says and on scrapes when nothing samples in the background."),
+		processes:  newDesc("jvm", "processes", "JVMs tracked on this machine."),
+		dropped:    newDesc("jvm", "processes_dropped", "JVMs found but not tracked because of --jvm.max-processes."),
+		readErrors: newDesc("jvm", "read_errors_total", "JVMs found but not read (or whose cgroup was not read), by reason.", "reason"),
 	}
 	t.Seal()
 	return c
 }
 
-// Update sends every series, the per-JVM ones included, to ch: for any
-// registry the collectors are registered in.
+// Update sends every series, the per-JVM ones included, to ch.
 func (c *jvmCollector) Update(ch chan<- prometheus.Metric) error {
 	return c.update(ch, c.snapshot(), false)
 }
@@ -237,8 +225,7 @@ func (c *jvmCollector) update(ch chan<- prometheus.Metric, set *jvmSet, apart bo
 	return nil
 }
 
-// emitJVM adds j's series to b: the one description of a JVM's series,
-// for the registry's path and the text rendered for the handler alike.
+// emitJVM adds j's series to b: the one description of a JVM's series.
 func (c *jvmCollector) emitJVM(b exposition.Sink, j *jvm.JVM, pod podIdentity) {
 	b.Start(jvmIdentity(j.Identity)...)
 	s := &j.Stats
@@ -254,7 +241,7 @@ func (c *jvmCollector) emitJVM(b exposition.Sink, j *jvm.JVM, pod podIdentity) {
 		for r := nativemem.Region(0); r < nativemem.NumRegions; r++ {
 			b.Add(c.native, float64(n.Last.Regions[r]), r.String())
 		}
-		b.Add(c.nativeTime, float64(n.Checked.UnixNano())/1e9)
+		b.Add(c.nativeTime, unixSeconds(n.Checked))
 	}
 	if j.Counters != jvm.CountersHsperf {
 		return // no hsperfdata (-XX:+PerfDisableSharedMem, -XX:-UsePerfData): what /proc and the cgroup say only
@@ -264,45 +251,34 @@ func (c *jvmCollector) emitJVM(b exposition.Sink, j *jvm.JVM, pod podIdentity) {
 	b.Add(c.memUsed, float64(s.NonHeapUsed), "nonheap")
 	b.Add(c.memCommitted, float64(s.NonHeapCommitted), "nonheap")
 	// A max of 0 is "not set" (Metaspace without -XX:MaxMetaspaceSize).
-	if s.HeapMax > 0 {
-		b.Add(c.memMax, float64(s.HeapMax), "heap")
-	}
-	if s.NonHeapMax > 0 {
-		b.Add(c.memMax, float64(s.NonHeapMax), "nonheap")
-	}
+	addIf(b, s.HeapMax > 0, c.memMax, float64(s.HeapMax), "heap")
+	addIf(b, s.NonHeapMax > 0, c.memMax, float64(s.NonHeapMax), "nonheap")
 
-	// Pool and collector names come from the file; a repeated name would
-	// make the whole scrape fail as a duplicate series, so only the first
-	// counts.
+	// Pool and collector names come from the file: only the first of a
+	// repeated name counts, or the scrape fails on a duplicate series.
 	seen := map[string]bool{}
 	for _, p := range s.Pools {
-		name := labelValue(p.Name)
-		if seen[name] {
-			continue
-		}
-		seen[name] = true
-		b.Add(c.poolUsed, float64(p.Used), name)
-		b.Add(c.poolCommitted, float64(p.Committed), name)
-		if p.Max > 0 {
-			b.Add(c.poolMax, float64(p.Max), name)
+		if name := labelValue(p.Name); !seen[name] {
+			seen[name] = true
+			b.Add(c.poolUsed, float64(p.Used), name)
+			b.Add(c.poolCommitted, float64(p.Committed), name)
+			addIf(b, p.Max > 0, c.poolMax, float64(p.Max), name)
 		}
 	}
 	clear(seen)
 	for _, g := range s.GCs {
-		name := labelValue(g.Name)
-		if seen[name] {
-			continue
+		if name := labelValue(g.Name); !seen[name] {
+			seen[name] = true
+			b.Add(c.gcCollections, float64(g.Collections), name)
+			b.Add(c.gcSeconds, g.Seconds, name)
 		}
-		seen[name] = true
-		b.Add(c.gcCollections, float64(g.Collections), name)
-		b.Add(c.gcSeconds, g.Seconds, name)
 	}
 
 	b.Add(c.threads, float64(s.ThreadsLive), "live")
 	b.Add(c.threads, float64(s.ThreadsDaemon), "daemon")
 	b.Add(c.classes, float64(s.ClassesLoaded))
 	b.Add(c.safepoint, s.SafepointSeconds)
-	b.Add(c.startTime, float64(s.StartTime.UnixNano())/1e9)
+	b.Add(c.startTime, unixSeconds(s.StartTime))
 }
 
 // jvmIdentity is the values of identityLabels for a JVM.
@@ -313,26 +289,21 @@ func jvmIdentity(id jvm.Identity) []string {
 // sendPeaks sends the peaks known: 0 is unknown (no hsperfdata, a kernel
 // without memory.peak) or none (no Python workers).
 func (c *jvmCollector) sendPeaks(b exposition.Sink, p *jvm.Peaks) {
-	for _, k := range [...]struct {
-		f    *exposition.Family
-		v    uint64
-		kind string
-	}{
-		{c.cgPeak, p.Container, ""},
-		{c.residentPeak, p.Resident, ""},
-		{c.peak, p.HeapLive, "heap_live"},
-		{c.peak, p.NonHeap, "nonheap"},
-		{c.peak, p.Python, "python"},
-	} {
-		switch {
-		case k.v == 0:
-		case k.kind == "":
-			b.Add(k.f, float64(k.v))
-		default:
-			b.Add(k.f, float64(k.v), k.kind)
-		}
+	addIf(b, p.Container > 0, c.cgPeak, float64(p.Container))
+	addIf(b, p.Resident > 0, c.residentPeak, float64(p.Resident))
+	addIf(b, p.HeapLive > 0, c.peak, float64(p.HeapLive), "heap_live")
+	addIf(b, p.NonHeap > 0, c.peak, float64(p.NonHeap), "nonheap")
+	addIf(b, p.Python > 0, c.peak, float64(p.Python), "python")
+}
+
+// addIf adds a series of f when its figure is known.
+func addIf(b exposition.Sink, known bool, f *exposition.Family, v float64, labels ...string) {
+	if known {
+		b.Add(f, v, labels...)
 	}
 }
+
+func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 
 // fqName is the exporter's name of a metric.
 func fqName(subsystem, name string) string { return prometheus.BuildFQName(namespace, subsystem, name) }

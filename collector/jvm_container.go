@@ -10,8 +10,7 @@ type containerFamilies struct {
 	cgLimit, cgUsage, cgWorkingSet, cgKills *exposition.Family
 	cgMemory                                *exposition.Family
 	// What the kernel says of the cgroup running short, which can come
-	// before usage nears the limit: v2's PSI, memory.events and
-	// memory.high, v1's failcnt.
+	// before usage nears the limit: v2's PSI, events and high; v1's failcnt.
 	cgPressure, cgEvents, cgHigh, cgFailcnt *exposition.Family
 }
 
@@ -39,58 +38,29 @@ func newContainerFamilies(t *exposition.Table) containerFamilies {
 // kernel does not give (a kind v1's memory.stat lacks, PSI off, an event
 // an older kernel does not count) is absent, not 0.
 func (c *containerFamilies) sendContainer(b exposition.Sink, j *jvm.JVM) {
-	if limit, _ := j.Budget(); limit > 0 {
-		b.Add(c.cgLimit, float64(limit))
-	}
+	limit, _ := j.Budget()
+	addIf(b, limit > 0, c.cgLimit, float64(limit))
 	if !j.HasCgroup {
 		return
 	}
 	cg := &j.Cgroup
 	b.Add(c.cgUsage, float64(cg.Usage))
 	b.Add(c.cgWorkingSet, float64(cg.WorkingSet))
-	if cg.HasOOMKills {
-		b.Add(c.cgKills, float64(cg.OOMKills))
-	}
-	type figure struct {
-		label string
-		v     uint64
-		known bool
-	}
-	for _, k := range [...]figure{
-		{"anon", cg.Anon, cg.HasAnon},
-		{"file", cg.File, cg.HasFile},
-		{"shmem", cg.Shmem, cg.HasShmem},
-		{"kernel", cg.Kernel, cg.HasKernel},
-	} {
-		if k.known {
-			b.Add(c.cgMemory, float64(k.v), k.label)
-		}
-	}
-	p := &cg.Pressure
-	if p.HasSome {
-		b.Add(c.cgPressure, float64(p.SomeTotal)/1e6, "some")
-	}
-	if p.HasFull {
-		b.Add(c.cgPressure, float64(p.FullTotal)/1e6, "full")
-	}
+	addIf(b, cg.HasOOMKills, c.cgKills, float64(cg.OOMKills))
+	addIf(b, cg.HasAnon, c.cgMemory, float64(cg.Anon), "anon")
+	addIf(b, cg.HasFile, c.cgMemory, float64(cg.File), "file")
+	addIf(b, cg.HasShmem, c.cgMemory, float64(cg.Shmem), "shmem")
+	addIf(b, cg.HasKernel, c.cgMemory, float64(cg.Kernel), "kernel")
+	addIf(b, cg.Pressure.HasSome, c.cgPressure, float64(cg.Pressure.SomeTotal)/1e6, "some")
+	addIf(b, cg.Pressure.HasFull, c.cgPressure, float64(cg.Pressure.FullTotal)/1e6, "full")
 	if cg.HasEvents {
 		e := &cg.Events
-		for _, k := range [...]figure{
-			{"low", e.Low, e.HasLow},
-			{"high", e.High, e.HasHigh},
-			{"max", e.Max, e.HasMax},
-			{"oom", e.OOM, e.HasOOM},
-			{"oom_kill", e.OOMKill, e.HasOOMKill},
-		} {
-			if k.known {
-				b.Add(c.cgEvents, float64(k.v), k.label)
-			}
-		}
+		addIf(b, e.HasLow, c.cgEvents, float64(e.Low), "low")
+		addIf(b, e.HasHigh, c.cgEvents, float64(e.High), "high")
+		addIf(b, e.HasMax, c.cgEvents, float64(e.Max), "max")
+		addIf(b, e.HasOOM, c.cgEvents, float64(e.OOM), "oom")
+		addIf(b, e.HasOOMKill, c.cgEvents, float64(e.OOMKill), "oom_kill")
 	}
-	if cg.High > 0 {
-		b.Add(c.cgHigh, float64(cg.High))
-	}
-	if cg.HasFailCnt {
-		b.Add(c.cgFailcnt, float64(cg.FailCnt))
-	}
+	addIf(b, cg.High > 0, c.cgHigh, float64(cg.High))
+	addIf(b, cg.HasFailCnt, c.cgFailcnt, float64(cg.FailCnt))
 }

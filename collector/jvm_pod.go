@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"slices"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -31,15 +32,14 @@ const podsMinInterval = 5 * time.Second
 func podsConfigFromFlags() cloud.PodsConfig {
 	return cloud.PodsConfig{
 		Enabled:         *kubernetesPodMetadata,
-		LabelAllowlist:  cloudSplitList(*kubernetesPodLabels),
+		LabelAllowlist:  splitList(*kubernetesPodLabels),
 		RefreshInterval: *kubernetesPodsRefreshInterval,
 		MinInterval:     podsMinInterval,
 	}
 }
 
 // podSource is what the jvm, oom and exits collectors ask about pods: the
-// cloud refresher Dependencies.Pods returns, which lists them in the
-// background.
+// cloud refresher (Dependencies.Pods).
 type podSource interface {
 	Pods() cloud.PodsSnapshot
 	WantPod(uid, containerID string)
@@ -87,7 +87,7 @@ func resolvePod(j *jvm.JVM, snap cloud.PodsSnapshot, src podSource, allowlist []
 	if cok {
 		out.container, out.containerID = c.Name, c.ID
 	}
-	if len(allowlist) > 0 && !isWildcard(allowlist) {
+	if len(allowlist) > 0 && !slices.Contains(allowlist, "*") {
 		// Every allowlisted name on every JVM, empty when the pod lacks
 		// it, so the info series of one exporter share their label names.
 		labels := make(map[string]string, len(allowlist))
@@ -97,15 +97,6 @@ func resolvePod(j *jvm.JVM, snap cloud.PodsSnapshot, src podSource, allowlist []
 		out.labels = labels
 	}
 	return out
-}
-
-func isWildcard(allowlist []string) bool {
-	for _, n := range allowlist {
-		if n == "*" {
-			return true
-		}
-	}
-	return false
 }
 
 // infoLabels are executor_jvm_info's labels after the identity; the pod
@@ -130,20 +121,18 @@ func (c *jvmCollector) sendInfo(b exposition.Sink, j *jvm.JVM, p podIdentity) {
 	b.Add(c.info.WithLabels(names...), 1, values...) // dropped if a pod label cannot be a label; NodeLabelPairs prevents it
 }
 
-// podOfCgroup names the namespace, pod and container of a cgroup path from
-// src's last pod list (nil src: none), or the YARN container; an OOM
-// kill's series keep them after the JVM and its info series are gone.
+// podOfCgroup names, as label values, the namespace, pod and container of
+// a cgroup path from src's last pod list (nil src: none), asking for no
+// new list: a kill's or exit's series keep them after the JVM is gone.
 func podOfCgroup(path string, src podSource) (namespace, pod, container string) {
-	id := cgroupid.Parse(path)
-	if id.YARNContainer != "" {
-		return "", "", id.YARNContainer
+	p := resolvePod(&jvm.JVM{Sample: jvm.Sample{CgroupPath: path}}, podsOf(src), nil, nil)
+	return labelValue(p.namespace), labelValue(p.pod), labelValue(p.container)
+}
+
+// podsOf is src's last pod list; none for nil src.
+func podsOf(src podSource) cloud.PodsSnapshot {
+	if src == nil {
+		return cloud.PodsSnapshot{}
 	}
-	if id.PodUID == "" || src == nil {
-		return "", "", ""
-	}
-	p, ok := src.Pods().Index.Pod(id.PodUID)
-	if !ok {
-		return "", "", ""
-	}
-	return p.Namespace, p.Name, p.Containers[id.ContainerID].Name
+	return src.Pods()
 }

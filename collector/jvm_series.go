@@ -10,16 +10,10 @@ import (
 	"github.com/executor-exporter/executor_exporter/internal/jvm"
 )
 
-// The per-JVM series (up to 50 for each JVM) are most of a scrape: with
-// 100 JVMs, 5,000 of its 5,200 series. emitJVM describes them once; a
-// registry gets them as const metrics (Update, and protobuf through
-// Gatherer), the exporter's handler as text rendered once per reading
-// (internal/exposition), written between the registry's families.
-
-// jvmSet is one view of the tracker as a scrape serves it: how many JVMs
-// it has, and its per-JVM series: each JVM of it, then each that ended
-// within the retention (its final peaks only). err is the tracker's,
-// when it has no view.
+// jvmSet is one view of the tracker as a scrape serves it
+// (docs/design.md#data-flow): each live JVM, then each that ended within
+// the retention (its final peaks only); err is the tracker's, when it has
+// no view.
 type jvmSet struct {
 	err       error
 	processes int
@@ -27,10 +21,9 @@ type jvmSet struct {
 	jvms      []*jvmEntry
 }
 
-// jvmEntry is one JVM of a view and its series, rendered per format on
-// first use and kept, with the entry, for as long as its reading is the
-// same (a JVM far from its limit is read every 30 s, a scrape comes every
-// 15).
+// jvmEntry is one JVM of a view, its series rendered per format on first
+// use and kept while its reading is the same (a JVM far from its limit is
+// read every 30 s, a scrape comes every 15).
 type jvmEntry struct {
 	of    jvmBuildKey
 	j     jvm.JVM     // the reading, for a live JVM
@@ -39,22 +32,16 @@ type jvmEntry struct {
 	text  exposition.Cache
 }
 
-// jvmBuildKey is what a JVM's series depend on: the reading, its
-// breakdown by region, and the pod list.
+// jvmBuildKey is what a JVM's series depend on.
 type jvmBuildKey struct {
 	start, read, native time.Time
 	pods                *cloud.PodIndex
 }
 
-// series returns the per-JVM series of view, made on the first call for
-// the view (and pod list) and shared by every scrape after it. A JVM whose
-// reading is the same as in the last view keeps its entry, and with it
-// its rendered text.
+// series returns the per-JVM series of view and pod list, made once; a
+// JVM whose reading has not changed keeps its entry and rendered text.
 func (c *jvmCollector) series(view jvm.View) *jvmSet {
-	var pods cloud.PodsSnapshot
-	if c.pods != nil {
-		pods = c.pods.Pods()
-	}
+	pods := podsOf(c.pods)
 	key := builtKey{view: view.Time, pods: pods.Index}
 	c.buildMu.Lock()
 	defer c.buildMu.Unlock()
@@ -77,13 +64,11 @@ func (c *jvmCollector) series(view jvm.View) *jvmSet {
 		for len(prev) > 0 && prev[0].j.PID < j.PID {
 			prev = prev[1:]
 		}
-		var e *jvmEntry
 		if len(prev) > 0 && prev[0].j.PID == j.PID && prev[0].of == of && !of.start.IsZero() {
-			e = prev[0]
-		} else {
-			e = &jvmEntry{of: of, j: *j, pod: withYARN(resolvePod(j, pods, c.pods, c.podLabels), j, c.apps)}
+			set.jvms = append(set.jvms, prev[0])
+			continue
 		}
-		set.jvms = append(set.jvms, e)
+		set.jvms = append(set.jvms, &jvmEntry{of: of, j: *j, pod: withYARN(resolvePod(j, pods, c.pods, c.podLabels), j, c.apps)})
 	}
 	// An ended JVM keeps only its final peaks: there are few.
 	for i := range view.Ended {
@@ -93,7 +78,6 @@ func (c *jvmCollector) series(view jvm.View) *jvmSet {
 	return set
 }
 
-// emit adds e's series to sink.
 func (c *jvmCollector) emit(sink exposition.Sink, e *jvmEntry) {
 	if s := e.ended; s != nil {
 		sink.Start(jvmIdentity(s.Identity)...)

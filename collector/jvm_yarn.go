@@ -16,14 +16,11 @@ type appNames interface {
 
 // yarnAppNameLabel is the pod label Spark on Kubernetes puts its
 // application's name in; a YARN executor's info series carries the
-// ResourceManager's name under the same label (label_spark_app_name), so
-// that right-sizing joins the runs of one application on YARN as on
-// Kubernetes.
+// ResourceManager's name under it, so right-sizing joins runs alike.
 const yarnAppNameLabel = "spark-app-name"
 
-// withYARN completes a JVM's identity from YARN: its container, when its
-// cgroup path did not name one, and its application's name, when the
-// ResourceManager gave one.
+// withYARN completes a JVM's identity from YARN: its container and its
+// application's name, when the cgroup path and ResourceManager give them.
 func withYARN(p podIdentity, j *jvm.JVM, apps appNames) podIdentity {
 	if j.YARNContainer == "" {
 		return p
@@ -35,12 +32,11 @@ func withYARN(p podIdentity, j *jvm.JVM, apps appNames) podIdentity {
 		return p
 	}
 	if name, ok := apps.AppName(j.AppID); ok && name != "" {
-		labels := maps.Clone(p.labels)
-		if labels == nil {
-			labels = map[string]string{}
+		p.labels = maps.Clone(p.labels) // the pod list's map is shared
+		if p.labels == nil {
+			p.labels = map[string]string{}
 		}
-		labels[yarnAppNameLabel] = name
-		p.labels = labels
+		p.labels[yarnAppNameLabel] = name
 	}
 	return p
 }
@@ -51,12 +47,8 @@ func withYARN(p podIdentity, j *jvm.JVM, apps appNames) podIdentity {
 const yarnHurryFor = 30 * time.Second
 
 // paceYARN is the one place that sets how often the YARN source polls the
-// NodeManager, from each scan of the tracker: often (Hurry) for
-// yarnHurryFor while a JVM of the view is near its container's allocation
-// (jvm.JVM.NearAllocation), and for the judge's wait after a JVM in a
-// YARN container ended, so that the NodeManager's exit status and
-// diagnostics of a container it killed are read before it drops the
-// container.
+// NodeManager, from each scan of the tracker
+// (docs/design.md#the-jvm-tracker, "YARN's word").
 func paceYARN(src interface{ Hurry(until time.Time) }) func(time.Time, jvm.View, []jvm.Exit) {
 	return func(now time.Time, view jvm.View, gone []jvm.Exit) {
 		var until time.Time
@@ -67,19 +59,12 @@ func paceYARN(src interface{ Hurry(until time.Time) }) func(time.Time, jvm.View,
 			}
 		}
 		for _, e := range gone {
-			if e.Last.YARNContainer != "" {
-				until = later(until, now.Add(exits.DefaultConfig.YARNWait))
+			if wait := now.Add(exits.DefaultConfig.YARNWait); e.Last.YARNContainer != "" && wait.After(until) {
+				until = wait
 			}
 		}
 		if !until.IsZero() {
 			src.Hurry(until)
 		}
 	}
-}
-
-func later(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
 }

@@ -1,13 +1,14 @@
 package collector
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
+	"syscall"
 
 	"github.com/go-kit/log"
 	"github.com/prometheus/client_golang/prometheus"
@@ -54,17 +55,14 @@ var meminfoFields = []meminfoField{
 }
 
 type memoryCollector struct {
-	fs       procfs.FS
-	paths    Paths
-	logger   log.Logger
-	pressure *prometheus.Desc
-	oomKills *prometheus.Desc
-	meminfo  []meminfoField
+	fs                 procfs.FS
+	paths              Paths
+	logger             log.Logger
+	pressure, oomKills *prometheus.Desc
 }
 
-// NewMemoryCollector reads node memory from /proc/meminfo, memory pressure
-// from /proc/pressure/memory and the kernel's OOM kill count from
-// /proc/vmstat.
+// NewMemoryCollector reads /proc/meminfo, /proc/pressure/memory and
+// /proc/vmstat's oom_kill.
 func NewMemoryCollector(paths Paths, logger log.Logger) (Collector, error) {
 	fs, err := procfs.NewFS(paths.ProcFS)
 	if err != nil {
@@ -74,25 +72,16 @@ func NewMemoryCollector(paths Paths, logger log.Logger) (Collector, error) {
 		fs:     fs,
 		paths:  paths,
 		logger: logger,
-		pressure: prometheus.NewDesc(
-			prometheus.BuildFQName(namespace, "node_memory", "pressure_stall_seconds_total"),
-			"Time some (or all, kind=full) non-idle tasks were stalled waiting for memory (/proc/pressure/memory).",
-			[]string{"kind"}, nil,
-		),
-		oomKills: prometheus.NewDesc(
-			prometheus.BuildFQName(namespace, "node", "oom_kills_total"),
-			"Processes killed by the kernel OOM killer on this node, global and cgroup kills alike (/proc/vmstat oom_kill).",
-			nil, nil,
-		),
-		meminfo: meminfoFields,
+		pressure: newDesc("node_memory", "pressure_stall_seconds_total",
+			"Time some (or all, kind=full) non-idle tasks were stalled waiting for memory (/proc/pressure/memory).", "kind"),
+		oomKills: newDesc("node", "oom_kills_total",
+			"Processes killed by the kernel OOM killer on this node, global and cgroup kills alike (/proc/vmstat oom_kill)."),
 	}, nil
 }
 
 func (c *memoryCollector) Update(ch chan<- prometheus.Metric) error {
-	// Each source fails on its own; the first error is returned after the
-	// others have had their say, so one bad file costs only its own series.
-	errs := []error{c.updateMeminfo(ch), c.updatePressure(ch), c.updateVMStat(ch)}
-	return errors.Join(errs...)
+	// One bad file costs only its own series.
+	return errors.Join(c.updateMeminfo(ch), c.updatePressure(ch), c.updateVMStat(ch))
 }
 
 func (c *memoryCollector) updateMeminfo(ch chan<- prometheus.Metric) error {
@@ -103,7 +92,7 @@ func (c *memoryCollector) updateMeminfo(ch chan<- prometheus.Metric) error {
 	if mi.MemTotalBytes == nil {
 		return errors.New("meminfo: no MemTotal line")
 	}
-	for _, f := range c.meminfo {
+	for _, f := range meminfoFields {
 		if v := f.value(mi); v != nil {
 			ch <- prometheus.MustNewConstMetric(f.desc, prometheus.GaugeValue, float64(*v))
 		}
@@ -114,9 +103,10 @@ func (c *memoryCollector) updateMeminfo(ch chan<- prometheus.Metric) error {
 func (c *memoryCollector) updatePressure(ch chan<- prometheus.Metric) error {
 	psi, err := c.fs.PSIStatsForResource("memory")
 	if err != nil {
-		// Kernels without CONFIG_PSI (or booted with psi=0) have no file or
-		// refuse to open it: the series are absent, which is not a failure.
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, os.ErrNotExist) || isUnsupported(err) {
+		// Kernels without CONFIG_PSI have no file; with PSI compiled in but
+		// off (psi=0) they refuse to open it (EOPNOTSUPP): the series are
+		// absent, which is not a failure.
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.EOPNOTSUPP) {
 			return nil
 		}
 		return fmt.Errorf("pressure: %w", err)
@@ -132,7 +122,7 @@ func (c *memoryCollector) updatePressure(ch chan<- prometheus.Metric) error {
 }
 
 func (c *memoryCollector) updateVMStat(ch chan<- prometheus.Metric) error {
-	data, err := os.ReadFile(c.paths.Proc("vmstat"))
+	data, err := os.ReadFile(filepath.Join(c.paths.ProcFS, "vmstat"))
 	if err != nil {
 		return fmt.Errorf("vmstat: %w", err)
 	}
@@ -151,9 +141,8 @@ func (c *memoryCollector) updateVMStat(ch chan<- prometheus.Metric) error {
 // parseVMStatOOMKill returns the oom_kill counter of /proc/vmstat and
 // whether the line was there. procfs does not parse vmstat.
 func parseVMStatOOMKill(data []byte) (uint64, bool, error) {
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		name, value, found := bytes.Cut(sc.Bytes(), []byte{' '})
+	for line := range bytes.Lines(data) {
+		name, value, found := bytes.Cut(line, []byte{' '})
 		if !found || string(name) != "oom_kill" {
 			continue
 		}
@@ -163,5 +152,5 @@ func parseVMStatOOMKill(data []byte) (uint64, bool, error) {
 		}
 		return n, true, nil
 	}
-	return 0, false, sc.Err()
+	return 0, false, nil
 }

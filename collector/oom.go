@@ -3,7 +3,6 @@ package collector
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 
 	"github.com/executor-exporter/executor_exporter/internal/jvm"
 	"github.com/executor-exporter/executor_exporter/internal/oom"
+	"github.com/executor-exporter/executor_exporter/internal/statuspage"
 )
 
 var (
@@ -80,40 +80,36 @@ type oomCollector struct {
 	killCounts     eventCounters // by victim, in oomKillLabels order
 	recordsTotal   float64
 	malformedTotal float64
-	loggedErr      string       // the follower error last logged, so each is logged once
-	recent         []recentKill // the last maxRecentKills kills, oldest first, for the status page
+	loggedErr      string            // the follower error last logged, so each is logged once
+	recent         []statuspage.Kill // the last maxRecent kills, oldest first
 }
 
 // NewOOMCollector follows the kernel log for OOM kills from now on and
-// counts each kill by victim, asking source what the victim looked like
-// last (pid, and memcg when both sides know it) to name the executor and
-// judge the cause; source may be nil, and then no kill is attributed. A
-// kernel log it cannot read fails the collector, not the scrape.
+// counts each by victim, asking source (nil: none, no kill is attributed)
+// what the victim looked like last (docs/design.md#the-oom-path).
 func NewOOMCollector(cfg OOMConfig, source jvm.SampleSource, logger log.Logger) (Collector, error) {
 	if cfg.KmsgPath == "" {
 		return nil, errors.New("no kernel log path")
 	}
-	if cfg.MaxSeries <= 0 {
-		return nil, errors.New("oom max series must be positive")
-	}
-	if cfg.Retention <= 0 {
-		return nil, errors.New("oom retention must be positive")
+	counts, err := newEventCounters("oom", cfg.Retention, cfg.MaxSeries, cfg.NewSeriesHold)
+	if err != nil {
+		return nil, err
 	}
 	c := &oomCollector{
 		cfg:    cfg,
 		source: source,
 		logger: logger,
 		now:    time.Now,
-		kills: prometheus.NewDesc(prometheus.BuildFQName(namespace, "oom", "kills_total"),
+		kills: newDesc("oom", "kills_total",
 			"Processes killed by the kernel OOM killer since the exporter started, by victim (identity labels the executor's for a process killed in its cgroup, empty when neither a tracked JVM nor in the cgroup of one), constraint and judged cause (heap, native, node, unknown). A new victim's series reads 0 for one scrape before its first kill counts, so increase() sees it.",
-			oomKillLabels, nil),
-		records: prometheus.NewDesc(prometheus.BuildFQName(namespace, "oom", "kmsg_records_total"),
-			"Kernel log records read since the exporter started; flat while the kernel logs means the reader is stuck.", nil, nil),
-		malformed: prometheus.NewDesc(prometheus.BuildFQName(namespace, "oom", "kmsg_malformed_records_total"),
-			"Kernel log records that looked like OOM-killer lines but could not be read.", nil, nil),
-		dropped: prometheus.NewDesc(prometheus.BuildFQName(namespace, "oom", "series_dropped_total"),
-			"Kill counters dropped before their retention because --oom.max-series was reached.", nil, nil),
-		killCounts: newEventCounters(cfg.Retention, cfg.MaxSeries, cfg.NewSeriesHold),
+			oomKillLabels...),
+		records: newDesc("oom", "kmsg_records_total",
+			"Kernel log records read since the exporter started; flat while the kernel logs means the reader is stuck."),
+		malformed: newDesc("oom", "kmsg_malformed_records_total",
+			"Kernel log records that looked like OOM-killer lines but could not be read."),
+		dropped: newDesc("oom", "series_dropped_total",
+			"Kill counters dropped before their retention because --oom.max-series was reached."),
+		killCounts: counts,
 	}
 	fc := cfg.Follow
 	fc.Path = cfg.KmsgPath
@@ -126,17 +122,14 @@ func (c *oomCollector) Stop() { c.follower.Stop() }
 
 func (c *oomCollector) Update(ch chan<- prometheus.Metric) error {
 	now := c.now()
+	err := c.follower.Err()
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.killCounts.collect(ch, c.kills, c.dropped, now)
 	ch <- prometheus.MustNewConstMetric(c.records, prometheus.CounterValue, c.recordsTotal)
 	ch <- prometheus.MustNewConstMetric(c.malformed, prometheus.CounterValue, c.malformedTotal)
-	c.mu.Unlock()
-
-	err := c.follower.Err()
 	if err == nil {
-		c.mu.Lock()
 		c.loggedErr = "" // a later failure is news again
-		c.mu.Unlock()
 		return nil
 	}
 	return fmt.Errorf("kernel log %s unreadable, OOM kills are not attributed (node and container counters still count them): %w", c.cfg.KmsgPath, err)
@@ -163,15 +156,13 @@ func (c *oomCollector) handleRecord(record []byte) {
 		c.malformedTotal++
 	}
 	c.mu.Unlock()
-	if err != nil {
+	switch {
+	case err != nil:
 		level.Warn(c.logger).Log("msg", "unreadable OOM line in the kernel log", "err", err)
-		return
-	}
-	if !ok {
-		return
-	}
-	if kill, done := c.assembler.Add(line); done {
-		c.recordKill(kill)
+	case ok:
+		if kill, done := c.assembler.Add(line); done {
+			c.recordKill(kill)
+		}
 	}
 }
 
@@ -183,30 +174,27 @@ func (c *oomCollector) recordKill(k oom.Kill) {
 			"pid", k.PID, "task_memcg", k.TaskMemcg)
 	}
 
-	labels := []string{"", "", "", "", k.Constraint, a.Verdict.Cause, labelValue(k.Task), "", "", "", a.Verdict.Region}
+	identity := []string{"", "", "", ""}
 	memcg := k.TaskMemcg
 	if a.Found {
 		// A child's kill carries its executor's identity, pid included:
 		// task names the child.
-		labels[0] = strconv.Itoa(a.Victim.PID)
-		labels[1], labels[2], labels[3] = labelValue(a.Victim.Role), labelValue(a.Victim.AppID), labelValue(a.Victim.ExecutorID)
-		if a.Victim.CgroupPath != "" {
-			memcg = a.Victim.CgroupPath
+		v := a.Victim
+		identity = jvmIdentity(jvm.Identity{PID: v.PID, Role: v.Role, AppID: v.AppID, ExecutorID: v.ExecutorID})
+		if v.CgroupPath != "" {
+			memcg = v.CgroupPath
 		}
 	}
 	// Named at the kill, from the cgroup the kernel or the last sample
 	// gives: the pod is usually still listed then, and the JVM's info
 	// series, the usual join, is gone soon after.
 	ns, pod, container := podOfCgroup(memcg, c.cfg.Pods)
-	labels[7], labels[8], labels[9] = labelValue(ns), labelValue(pod), labelValue(container)
+	labels := append(identity, k.Constraint, a.Verdict.Cause, labelValue(k.Task), ns, pod, container, a.Verdict.Region)
 	now := c.now()
 
 	c.mu.Lock()
 	c.killCounts.add(labels, now)
-	if len(c.recent) == maxRecentKills {
-		c.recent = append(c.recent[:0], c.recent[1:]...)
-	}
-	c.recent = append(c.recent, recentKill{at: now, Attribution: a, namespace: labels[7], pod: labels[8]})
+	c.recent = appendRecent(c.recent, statusKill(a, now, ns, pod), maxRecent)
 	c.mu.Unlock()
 
 	c.logKill(a, now)
@@ -216,16 +204,14 @@ func (c *oomCollector) recordKill(k oom.Kill) {
 	}
 }
 
-// lookupVictim hands the attribution what the JVM tracker last read of pid.
+// lookupVictim is what the JVM tracker last read of pid.
 func (c *oomCollector) lookupVictim(pid int) (oom.Victim, bool) {
-	if c.source == nil {
-		return oom.Victim{}, false
+	if c.source != nil {
+		if s, ok := c.source.LastSample(pid); ok {
+			return victimOf(s), true
+		}
 	}
-	s, ok := c.source.LastSample(pid)
-	if !ok {
-		return oom.Victim{}, false
-	}
-	return victimOf(s), true
+	return oom.Victim{}, false
 }
 
 // lookupOwner hands the attribution the JVM whose memory cgroup is the
@@ -239,13 +225,12 @@ func (c *oomCollector) lookupOwner(memcg string) (oom.Victim, bool) {
 	var owner *jvm.Sample
 	live := c.source.LiveSamples()
 	for i := range live {
-		if !oom.SameMemcg(live[i].CgroupPath, memcg) {
-			continue
+		if oom.SameMemcg(live[i].CgroupPath, memcg) {
+			if owner != nil {
+				return oom.Victim{}, false
+			}
+			owner = &live[i]
 		}
-		if owner != nil {
-			return oom.Victim{}, false
-		}
-		owner = &live[i]
 	}
 	if owner == nil {
 		return oom.Victim{}, false
@@ -269,22 +254,17 @@ func victimOf(s jvm.Sample) oom.Victim {
 	return v
 }
 
-// logKill writes the one line an on-call engineer reads about a kill: who,
-// why, and what the victim looked like last, in MiB.
+// logKill writes the one line an on-call engineer reads about a kill.
 func (c *oomCollector) logKill(a oom.Attribution, now time.Time) {
 	k, s, v := a.Kill, a.Victim, a.Verdict
 	who := fmt.Sprintf("process %d (%s)", k.PID, k.Task)
 	switch {
-	case a.Child && s.Role == "executor":
-		who = fmt.Sprintf("process %d (%s) of Spark executor %s of %s (pid %d)", k.PID, k.Task, s.ExecutorID, s.AppID, s.PID)
+	case a.Child && s.Role == jvm.RoleExecutor:
+		who += " of " + jvmWho(s.PID, s.Role, s.AppID, s.ExecutorID)
 	case a.Child:
-		who = fmt.Sprintf("process %d (%s) in the cgroup of JVM pid %d", k.PID, k.Task, s.PID)
-	case a.Found && s.Role == "executor":
-		who = fmt.Sprintf("Spark executor %s of %s (pid %d)", s.ExecutorID, s.AppID, k.PID)
-	case a.Found && s.Role == "driver":
-		who = fmt.Sprintf("Spark driver of %s (pid %d)", s.AppID, k.PID)
+		who += fmt.Sprintf(" in the cgroup of JVM pid %d", s.PID)
 	case a.Found:
-		who = fmt.Sprintf("JVM pid %d", k.PID)
+		who = jvmWho(k.PID, s.Role, s.AppID, s.ExecutorID)
 	}
 	kv := []interface{}{
 		"msg", fmt.Sprintf("OOM kill: %s, cause %s: %s", who, v.Cause, v.Explanation()),
@@ -309,3 +289,14 @@ func (c *oomCollector) logKill(a oom.Attribution, now time.Time) {
 }
 
 func mibOf(b uint64) string { return fmt.Sprintf("%.1f", float64(b)/(1<<20)) }
+
+// jvmWho names a JVM in a log line.
+func jvmWho(pid int, role, appID, executorID string) string {
+	switch role {
+	case jvm.RoleExecutor:
+		return fmt.Sprintf("Spark executor %s of %s (pid %d)", executorID, appID, pid)
+	case jvm.RoleDriver:
+		return fmt.Sprintf("Spark driver of %s (pid %d)", appID, pid)
+	}
+	return fmt.Sprintf("JVM pid %d", pid)
+}

@@ -1,8 +1,6 @@
 package collector
 
 import (
-	"path/filepath"
-
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/procfs"
 )
@@ -12,11 +10,10 @@ var (
 	sysPath  = kingpin.Flag("path.sysfs", "sysfs mountpoint.").Default("/sys").String()
 )
 
-// Paths are the two roots every file the exporter reads lives under. They
-// are passed explicitly to constructors so tests can point them at
-// fixtures. There is no root-filesystem flag: a JVM's hsperfdata is reached
-// through /proc/<pid>/root, which works from any mount namespace, so the
-// host's / need not be mounted.
+// Paths are the two roots every file the exporter reads lives under,
+// passed to constructors so tests can point them at fixtures. There is no
+// root-filesystem flag: a JVM's hsperfdata is reached through
+// /proc/<pid>/root, which works from any mount namespace.
 type Paths struct {
 	ProcFS string
 	SysFS  string
@@ -25,14 +22,4 @@ type Paths struct {
 // FlagPaths returns the roots given on the command line.
 func FlagPaths() Paths {
 	return Paths{ProcFS: *procPath, SysFS: *sysPath}
-}
-
-// Proc joins elem under the procfs root.
-func (p Paths) Proc(elem ...string) string {
-	return filepath.Join(append([]string{p.ProcFS}, elem...)...)
-}
-
-// Sys joins elem under the sysfs root.
-func (p Paths) Sys(elem ...string) string {
-	return filepath.Join(append([]string{p.SysFS}, elem...)...)
 }

@@ -11,25 +11,17 @@ import (
 )
 
 // statusReporter is implemented by the collectors that have something for
-// the status page (docs/status-page.md). Each adds its part from what it
-// already holds in memory: the page reads no file, asks no metadata
-// service and runs nothing in the background. A collector that decides how
-// executors ended adds its recent exits here (Snapshot.Exits and
-// ExitsCounted).
+// the status page (docs/status-page.md), from what they hold in memory.
 type statusReporter interface {
 	reportStatus(s *statuspage.Snapshot)
 }
 
-// Status assembles the status page's snapshot: the JVM tracker's last
-// sampling (never a new one), and what each enabled collector reports.
-// Version and MetricsPath are the caller's to fill in.
+// Status assembles the status page's snapshot from the tracker's last
+// sampling and the collectors; Version and MetricsPath are the caller's.
 func (ec *ExecutorCollector) Status() statuspage.Snapshot {
 	s := statuspage.Snapshot{Time: time.Now()}
 	if ec.deps != nil && ec.deps.tracker != nil {
-		var pods cloud.PodsSnapshot
-		if ec.deps.pods != nil {
-			pods = ec.deps.pods.Pods()
-		}
+		pods := podsOf(ec.deps.pods)
 		view := ec.deps.tracker.Last()
 		s.JVMsSampled, s.JVMsDropped = view.Time, view.Dropped
 		s.JVMs = make([]statuspage.JVM, 0, len(view.JVMs))
@@ -45,10 +37,8 @@ func (ec *ExecutorCollector) Status() statuspage.Snapshot {
 	return s
 }
 
-// statusJVM is a JVM's row, named with the last pod list as the jvm
-// collector names it (but asking for no new list: the page causes no
-// work). Strings are capped as label values are: they come from the
-// process's command line and environment, and the Kubernetes API.
+// statusJVM is a JVM's row, named from the last pod list (asking for no
+// new one), its strings capped as label values are.
 func statusJVM(j *jvm.JVM, pods cloud.PodsSnapshot) statuspage.JVM {
 	out := statuspage.JVM{
 		Identity:  statusIdentity(j.PID, j.Role, j.AppID, j.ExecutorID),
@@ -82,37 +72,45 @@ func statusIdentity(pid int, role, appID, executorID string) statuspage.Identity
 	return statuspage.Identity{PID: pid, Role: labelValue(role), AppID: labelValue(appID), ExecutorID: labelValue(executorID)}
 }
 
-// maxRecentKills is how many kills the oom collector keeps for the page.
-const maxRecentKills = 20
-
-// recentKill is a kill as the oom collector attributed it, and when.
-type recentKill struct {
-	at             time.Time
-	namespace, pod string // the victim's pod, named at the kill
-	oom.Attribution
-}
+// maxRecent is how many kills, and how many exits, the page shows.
+const maxRecent = 20
 
 func (c *oomCollector) reportStatus(s *statuspage.Snapshot) {
 	s.KillsFollowed = c.follower.Err() == nil
 	c.mu.Lock()
-	recent := slices.Clone(c.recent)
-	c.mu.Unlock()
-	for i := len(recent) - 1; i >= 0; i-- {
-		s.Kills = append(s.Kills, statusKill(&recent[i]))
-	}
+	defer c.mu.Unlock()
+	s.Kills = append(s.Kills, newestFirst(c.recent)...)
 }
 
-func statusKill(r *recentKill) statuspage.Kill {
-	k, v := r.Kill, r.Victim
-	out := statuspage.Kill{
-		Time: r.at, PID: k.PID, Task: labelValue(k.Task), Constraint: k.Constraint,
-		Cause: r.Verdict.Cause, Region: r.Verdict.Region, Reason: r.Verdict.Reason, Advice: r.Verdict.Advice,
-		KilledAnonRSS: k.AnonRSSKiB << 10,
-		Namespace:     r.namespace, Pod: r.pod,
+// appendRecent appends item to list, oldest first, dropping the oldest
+// beyond max.
+func appendRecent[T any](list []T, item T, max int) []T {
+	if len(list) == max {
+		list = append(list[:0], list[1:]...)
 	}
-	if r.Found {
+	return append(list, item)
+}
+
+// newestFirst is a copy of list, oldest first, in reverse.
+func newestFirst[T any](list []T) []T {
+	out := slices.Clone(list)
+	slices.Reverse(out)
+	return out
+}
+
+// statusKill is a kill as the page shows it, at the time it was recorded;
+// namespace and pod name the victim's pod then.
+func statusKill(a oom.Attribution, at time.Time, namespace, pod string) statuspage.Kill {
+	k, v := a.Kill, a.Victim
+	out := statuspage.Kill{
+		Time: at, PID: k.PID, Task: labelValue(k.Task), Constraint: k.Constraint,
+		Cause: a.Verdict.Cause, Region: a.Verdict.Region, Reason: a.Verdict.Reason, Advice: a.Verdict.Advice,
+		KilledAnonRSS: k.AnonRSSKiB << 10,
+		Namespace:     namespace, Pod: pod,
+	}
+	if a.Found {
 		id := statusIdentity(v.PID, v.Role, v.AppID, v.ExecutorID)
-		id.Namespace, id.Pod = r.namespace, r.pod
+		id.Namespace, id.Pod = namespace, pod
 		out.Victim = &id
 		out.LastSample = &statuspage.Sample{Time: v.SampledAt, Memory: statuspage.Memory{
 			HeapUsed: v.HeapUsed, HeapCommitted: v.HeapCommitted, HeapMax: v.HeapMax, NonHeapCommitted: v.NonHeapCommitted,

@@ -20,7 +20,7 @@ import (
 func TestStatusRecentKills(t *testing.T) {
 	f := newOOMFixture(t, OOMConfig{}, samples{4242: nativeExecutor})
 	// 24 kills of untracked processes, then one of the executor: the page
-	// keeps the last maxRecentKills.
+	// keeps the last maxRecent.
 	for pid := 1; pid <= 24; pid++ {
 		f.write(t, memcgKill(pid, "/other", "python3")...)
 	}
@@ -31,8 +31,8 @@ func TestStatusRecentKills(t *testing.T) {
 	if !s.KillsFollowed {
 		t.Error("KillsFollowed false while the kernel log is read")
 	}
-	if len(s.Kills) != maxRecentKills {
-		t.Fatalf("%d kills on the page, want the last %d", len(s.Kills), maxRecentKills)
+	if len(s.Kills) != maxRecent {
+		t.Fatalf("%d kills on the page, want the last %d", len(s.Kills), maxRecent)
 	}
 	k := s.Kills[0]
 	if k.PID != 4242 || k.Victim == nil || k.Victim.ExecutorID != "3" || k.Victim.AppID != "app-1" || k.Cause != "native" {

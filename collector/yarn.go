@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -51,8 +52,7 @@ func init() {
 const yarnLocalHost = "127.0.0.1"
 
 // YARNConfigFromFlags is the Source's configuration from the --yarn.*
-// flags and the configuration directory; ok is false when this is no YARN
-// node (no yarn-site.xml and no --yarn.nodemanager.url).
+// flags and yarn-site.xml; ok is false when this is no YARN node.
 func YARNConfigFromFlags(logger log.Logger) (cfg yarn.Config, ok bool, err error) {
 	conf, found, err := readYARNConf(*yarnConfDir)
 	if err != nil {
@@ -62,7 +62,7 @@ func YARNConfigFromFlags(logger log.Logger) (cfg yarn.Config, ok bool, err error
 		return yarn.Config{}, false, nil
 	}
 	cfg = yarn.Config{Conf: conf, Timeout: *yarnTimeout, Interval: *yarnPollInterval, HurryInterval: *yarnHurryInterval,
-		Retention: *yarnRetention, NodeManagerURL: *yarnNodeManagerURL, ResourceManagerURLs: cloudSplitList(*yarnResourceManagerURL)}
+		Retention: *yarnRetention, NodeManagerURL: *yarnNodeManagerURL, ResourceManagerURLs: splitList(*yarnResourceManagerURL)}
 	if cfg.NodeManagerURL == "" {
 		cfg.NodeManagerURL = conf.NodeManagerURL(yarnLocalHost)
 	}
@@ -132,26 +132,23 @@ type yarnCollector struct {
 func NewYARNCollector(s *yarn.Source) Collector {
 	return &yarnCollector{
 		source: s,
-		up: prometheus.NewDesc(prometheus.BuildFQName(namespace, "yarn", "nodemanager_up"),
-			"Whether the last read of the local NodeManager's container list succeeded.", nil, nil),
-		info: prometheus.NewDesc(prometheus.BuildFQName(namespace, "yarn", "nodemanager_info"),
-			"The local NodeManager: its version (empty until read) and whether its monitor counts smaps-based RSS.",
-			[]string{"version", "smaps_rss"}, nil),
-		enforcement: prometheus.NewDesc(prometheus.BuildFQName(namespace, "yarn", "memory_enforcement_info"),
+		up:     newDesc("yarn", "nodemanager_up", "Whether the last read of the local NodeManager's container list succeeded."),
+		info: newDesc("yarn", "nodemanager_info",
+			"The local NodeManager: its version (empty until read) and whether its monitor counts smaps-based RSS.", "version", "smaps_rss"),
+		enforcement: newDesc("yarn", "memory_enforcement_info",
 			"Who kills a container over its memory allocation, under the rule of the NodeManager's Hadoop line (2.x, 3.2, 3.3; unknown before its version is read) on its settings: enforcer (none, polling, kernel, elastic and their combinations, unknown), why (docs/yarn.md), whether the rule has YARN-11967 (yes, no, unknown).",
-			[]string{"rule", "yarn_11967", "enforcer", "why"}, nil),
-		checks: prometheus.NewDesc(prometheus.BuildFQName(namespace, "yarn", "memory_check_enabled"),
+			"rule", "yarn_11967", "enforcer", "why"),
+		checks: newDesc("yarn", "memory_check_enabled",
 			"Whether the NodeManager's polling monitor kills containers over their physical (pmem) or virtual (vmem) memory limit, under the rule of its line on its settings; 0 when the rule is unknown.",
-			[]string{"check"}, nil),
-		ratio: prometheus.NewDesc(prometheus.BuildFQName(namespace, "yarn", "vmem_pmem_ratio"),
-			"yarn.nodemanager.vmem-pmem-ratio: a container's virtual memory limit over its allocation.", nil, nil),
-		interval: prometheus.NewDesc(prometheus.BuildFQName(namespace, "yarn", "monitor_interval_seconds"),
-			"The NodeManager's monitor interval (yarn.nodemanager.container-monitor.interval-ms, else resource-monitor.interval-ms); 0 or less: the monitor is off.", nil, nil),
-		containers: prometheus.NewDesc(prometheus.BuildFQName(namespace, "yarn", "containers"),
-			"Containers the NodeManager lists, by state.", []string{"state"}, nil),
-		errors: prometheus.NewDesc(prometheus.BuildFQName(namespace, "yarn", "request_errors_total"),
+			"check"),
+		ratio: newDesc("yarn", "vmem_pmem_ratio",
+			"yarn.nodemanager.vmem-pmem-ratio: a container's virtual memory limit over its allocation."),
+		interval: newDesc("yarn", "monitor_interval_seconds",
+			"The NodeManager's monitor interval (yarn.nodemanager.container-monitor.interval-ms, else resource-monitor.interval-ms); 0 or less: the monitor is off."),
+		containers: newDesc("yarn", "containers", "Containers the NodeManager lists, by state.", "state"),
+		errors: newDesc("yarn", "request_errors_total",
 			"Failed requests to the NodeManager or ResourceManager, by kind (down, timeout, http_<code>, too_large, parse, kerberos).",
-			[]string{"target", "kind"}, nil),
+			"target", "kind"),
 	}
 }
 
@@ -160,12 +157,12 @@ func (c *yarnCollector) Update(ch chan<- prometheus.Metric) error {
 		return ErrNoData
 	}
 	n := c.source.Node()
-	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, cloudBoolToFloat(n.Reachable))
+	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, boolToFloat(n.Reachable))
 	ch <- prometheus.MustNewConstMetric(c.info, prometheus.GaugeValue, 1, n.Version, fmt.Sprint(n.SmapsRSS))
 	e := n.Enforcement
 	ch <- prometheus.MustNewConstMetric(c.enforcement, prometheus.GaugeValue, 1, e.Rule, e.YARN11967, e.Enforcer(), e.Why)
-	ch <- prometheus.MustNewConstMetric(c.checks, prometheus.GaugeValue, cloudBoolToFloat(e.PmemCheck), "pmem")
-	ch <- prometheus.MustNewConstMetric(c.checks, prometheus.GaugeValue, cloudBoolToFloat(e.VmemCheck), "vmem")
+	ch <- prometheus.MustNewConstMetric(c.checks, prometheus.GaugeValue, boolToFloat(e.PmemCheck), "pmem")
+	ch <- prometheus.MustNewConstMetric(c.checks, prometheus.GaugeValue, boolToFloat(e.VmemCheck), "vmem")
 	ch <- prometheus.MustNewConstMetric(c.ratio, prometheus.GaugeValue, n.VmemRatio)
 	ch <- prometheus.MustNewConstMetric(c.interval, prometheus.GaugeValue, n.MonitorInterval.Seconds())
 
@@ -175,7 +172,9 @@ func (c *yarnCollector) Update(ch chan<- prometheus.Metric) error {
 			states[ct.State]++
 		}
 	}
-	for _, s := range sortedStates(states) {
+	// The NodeManager's states are a short fixed set; anything else it
+	// sends is capped by the parser and counted as it comes.
+	for _, s := range slices.Sorted(maps.Keys(states)) {
 		ch <- prometheus.MustNewConstMetric(c.containers, prometheus.GaugeValue, float64(states[s]), s)
 	}
 	counts := map[[2]string]uint64{}
@@ -188,15 +187,4 @@ func (c *yarnCollector) Update(ch chan<- prometheus.Metric) error {
 		}
 	}
 	return nil
-}
-
-// sortedStates: the NodeManager's states are a short fixed set; anything
-// else it sends is capped by the parser and counted as it comes.
-func sortedStates(m map[string]int) []string {
-	out := make([]string, 0, len(m))
-	for s := range m {
-		out = append(out, s)
-	}
-	sort.Strings(out)
-	return out
 }
