@@ -8,7 +8,7 @@ import (
 
 // NativeMemory is a JVM's resident memory by region: the last breakdown,
 // and the one its growth is measured from (the first taken after the
-// JVM's first minute, whenever the exporter came).
+// JVM's first minute, whenever the exporter came; until then its first).
 // It is never modified once made; a new breakdown makes a new one.
 type NativeMemory struct {
 	First, Last nativemem.Reading
@@ -17,7 +17,7 @@ type NativeMemory struct {
 	Checked time.Time
 }
 
-// Growth is what grew most outside the heap since the JVM's first minute.
+// Growth is what grew most outside the heap since First.
 func (n *NativeMemory) Growth() nativemem.Growth {
 	if n == nil {
 		return nativemem.Growth{}
