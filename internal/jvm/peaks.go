@@ -7,30 +7,19 @@ import (
 )
 
 // Peaks are the highest figures of a JVM's memory since the exporter first
-// read it: what each Spark memory setting has to hold. Container and
-// Resident are kept by the kernel, so they include what happened between
-// two reads; the others are the highest value seen at a read. 0 is
+// read it, what each Spark memory setting has to hold
+// (docs/metrics.md#peaks). Container (the memory cgroup's peak) and
+// Resident (VmHWM) are kept by the kernel, so they include what happened
+// between two reads; the others are the highest value seen at a read. 0 is
 // unknown.
 type Peaks struct {
-	// Container is the memory cgroup's peak usage (v1
-	// memory.max_usage_in_bytes, v2 memory.peak): the JVM, its children
-	// and the page cache charged to the container.
-	Container uint64
-	// Resident is the JVM process's peak resident memory (VmHWM).
-	Resident uint64
-	// HeapLive is the heap's live data: what survived collections, the
-	// heap less its eden (old generation and survivors), or, for a heap
-	// of one space (ZGC, Shenandoah), the heap in use at the first read
-	// after a collection. It is what spark.executor.memory must hold.
+	Container, Resident uint64
+	// HeapLive is the heap less its eden, or, for a heap of one space, the
+	// heap in use at the first read after a collection (heapLive).
 	HeapLive uint64
 	// NonHeap is the resident memory of the JVM and its non-Python
-	// children less the committed heap: what spark.executor.memoryOverhead
-	// must hold.
-	NonHeap uint64
-	// Python is the resident memory of the PySpark workers: what
-	// spark.executor.pyspark.memory (or the overhead, when it is unset)
-	// must hold.
-	Python uint64
+	// children less the committed heap; Python that of the PySpark workers.
+	NonHeap, Python uint64
 }
 
 // merge raises p to the higher of each figure.
