@@ -2,9 +2,12 @@ package jvm
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/executor-exporter/executor_exporter/internal/procmem"
+	"golang.org/x/sys/unix"
 )
 
 // FindCandidates scans procPath for processes with an hsperfdata file, the
@@ -47,4 +50,45 @@ func FindCandidates(procPath string, skip func(pid int) bool) ([]Candidate, erro
 		sets[i] = groups[key]
 	}
 	return candidatesIn(sets, func(pid int) (map[int][]string, error) { return listHsperfFiles(procPath, pid) }, table.NSPID), nil
+}
+
+// listHsperfFiles lists <root>/tmp/hsperfdata_*/<number> beneath the
+// process's root without following any symlink, and maps each number to the
+// directories holding it.
+func listHsperfFiles(procPath string, pid int) (map[int][]string, error) {
+	root, err := openRoot(procPath, pid)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(root)
+	tmp, err := openBeneath(root, "tmp", unix.O_DIRECTORY)
+	if err != nil {
+		return nil, err
+	}
+	defer tmp.Close()
+	names, err := tmp.Readdirnames(-1)
+	if err != nil {
+		return nil, err
+	}
+	files := map[int][]string{}
+	for _, name := range names {
+		if !strings.HasPrefix(name, "hsperfdata_") {
+			continue
+		}
+		dir, err := openBeneath(int(tmp.Fd()), name, unix.O_DIRECTORY)
+		if err != nil {
+			continue // a symlink, a file, or gone: not a JVM's directory
+		}
+		entries, err := dir.Readdirnames(-1)
+		_ = dir.Close()
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			if n, err := strconv.Atoi(e); err == nil && n > 0 && strconv.Itoa(n) == e {
+				files[n] = append(files[n], name)
+			}
+		}
+	}
+	return files, nil
 }
