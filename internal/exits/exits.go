@@ -181,7 +181,7 @@ func Decide(d Death, kill *Kill, notice *Interruption) Verdict {
 	}
 	var inferred Verdict
 	inferredOK := false
-	if kill == nil && notice == nil && !(heapGone && d.File != FileLeftBehind) {
+	if kill == nil && notice == nil && (!heapGone || d.File == FileLeftBehind) {
 		inferred, inferredOK = yarnInferred(d, file, heap)
 	}
 	switch {

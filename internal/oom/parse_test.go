@@ -241,7 +241,7 @@ func TestReportV2(t *testing.T) {
 		}
 	}
 	// A kill of another group after it: not its report.
-	k, _ := a.Add(Line{Kind: KindSummary, PID: 8, Constraint: ConstraintMemcg, OOMMemcg: "/other", TaskMemcg: "/other"})
+	_, _ = a.Add(Line{Kind: KindSummary, PID: 8, Constraint: ConstraintMemcg, OOMMemcg: "/other", TaskMemcg: "/other"})
 	k, ok := a.Add(Line{Kind: KindKilled, PID: 8, Task: "java"})
 	if !ok || k.Report.Known {
 		t.Errorf("a kill of /other took the report of /kubepods.slice/pod1: %+v", k.Report)

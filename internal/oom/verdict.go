@@ -197,7 +197,7 @@ func aboveContainer(k Kill) bool {
 	if k.Constraint != ConstraintMemcg || k.OOMMemcg == "" || k.TaskMemcg == "" || k.OOMMemcg == k.TaskMemcg {
 		return false
 	}
-	if !(k.OOMMemcg == "/" || strings.HasPrefix(k.TaskMemcg, k.OOMMemcg+"/")) {
+	if k.OOMMemcg != "/" && !strings.HasPrefix(k.TaskMemcg, k.OOMMemcg+"/") {
 		return false
 	}
 	group, task := cgroupid.Parse(k.OOMMemcg), cgroupid.Parse(k.TaskMemcg)

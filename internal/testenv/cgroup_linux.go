@@ -194,25 +194,28 @@ func RemoveCgroupTree(t testing.TB, dir string) {
 func cgroupTasks(dir string) string {
 	var b strings.Builder
 	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || !d.IsDir() {
-			return nil
-		}
-		fmt.Fprintf(&b, "\n  %s", p)
-		if ev, err := os.ReadFile(filepath.Join(p, "cgroup.events")); err == nil {
-			fmt.Fprintf(&b, " [%s]", strings.Join(strings.Fields(string(ev)), " "))
-		}
-		for _, f := range []string{"tasks", "cgroup.threads"} {
-			ids, err := os.ReadFile(filepath.Join(p, f))
-			if err != nil {
-				continue
-			}
-			for _, id := range strings.Fields(string(ids)) {
-				stat, _ := os.ReadFile("/proc/" + id + "/stat")
-				fmt.Fprintf(&b, "\n    %s %s", id, strings.TrimSpace(string(stat)))
-			}
-			break
+		if err == nil && d.IsDir() {
+			describeCgroup(&b, p)
 		}
 		return nil
 	})
 	return b.String()
+}
+
+func describeCgroup(b *strings.Builder, p string) {
+	fmt.Fprintf(b, "\n  %s", p)
+	if ev, err := os.ReadFile(filepath.Join(p, "cgroup.events")); err == nil {
+		fmt.Fprintf(b, " [%s]", strings.Join(strings.Fields(string(ev)), " "))
+	}
+	for _, f := range []string{"tasks", "cgroup.threads"} {
+		ids, err := os.ReadFile(filepath.Join(p, f))
+		if err != nil {
+			continue
+		}
+		for _, id := range strings.Fields(string(ids)) {
+			stat, _ := os.ReadFile("/proc/" + id + "/stat")
+			fmt.Fprintf(b, "\n    %s %s", id, strings.TrimSpace(string(stat)))
+		}
+		return
+	}
 }

@@ -98,7 +98,7 @@ func (s *Server) Close() {
 		close(s.hang)
 	}
 	s.mu.Unlock()
-	s.Server.CloseClientConnections()
+	s.CloseClientConnections()
 	s.Server.Close()
 }
 

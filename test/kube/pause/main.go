@@ -15,7 +15,7 @@ import (
 
 func main() {
 	if os.Getpid() != 1 {
-		os.Stderr.WriteString("pause: warning: not pid 1\n")
+		_, _ = os.Stderr.WriteString("pause: warning: not pid 1\n")
 	}
 	signals := make(chan os.Signal, 4)
 	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM, syscall.SIGCHLD)
