@@ -73,27 +73,34 @@ type CgroupMemory struct {
 	HasFailCnt bool
 }
 
-// cgroupFile names the files to read for one cgroup version.
+// cgroupFiles names the files to read for one cgroup version.
 type cgroupFiles struct {
 	limit, usage, stat, oom, peak string
 	failcnt                       string // v1 only
 	pressure, high                string // v2 only
 	v2                            bool   // memory.stat's keys are v2's, oom is memory.events
 	parseLimit                    func([]byte) (uint64, error)
+	parseOOM                      func([]byte) (MemoryEvents, error)
 }
 
 var (
 	v1Files = cgroupFiles{
 		limit: "memory.limit_in_bytes", usage: "memory.usage_in_bytes",
 		stat: "memory.stat", oom: "memory.oom_control", peak: "memory.max_usage_in_bytes",
-		failcnt: "memory.failcnt", parseLimit: parseV1Limit,
+		failcnt: "memory.failcnt", parseLimit: parseV1Limit, parseOOM: parseOOMControl,
 	}
 	v2Files = cgroupFiles{
 		limit: "memory.max", usage: "memory.current",
 		stat: "memory.stat", oom: "memory.events", peak: "memory.peak",
-		pressure: "memory.pressure", high: "memory.high", v2: true, parseLimit: parseV2Max,
+		pressure: "memory.pressure", high: "memory.high", v2: true, parseLimit: parseV2Max, parseOOM: parseMemoryEvents,
 	}
 )
+
+// parseOOMControl takes v1's memory.oom_control as the one event it counts.
+func parseOOMControl(data []byte) (MemoryEvents, error) {
+	n, found, err := parseKeyedUint(data, "oom_kill")
+	return MemoryEvents{OOMKill: n, HasOOMKill: found}, err
+}
 
 // missingMeansGone keeps fs.ErrNotExist in err only when the process itself
 // has exited (its cgroup may go with it). A missing cgroup directory or file
@@ -133,9 +140,10 @@ func findCgroupDir(root *os.Root, mounts []string, rel string) (string, error) {
 	return "", firstErr
 }
 
-// readCgroupFilesWith reads and parses one cgroup's files into m; what
-// read returns is parsed before the next read, so it may reuse a buffer.
-func readCgroupFilesWith(read func(name string) ([]byte, error), f cgroupFiles, m *CgroupMemory) error {
+// readFiles reads and parses one cgroup's files beneath its directory
+// into m; each file is parsed before the next is read into the same buffer.
+func (r *CgroupReader) readFiles(d *cgroupDir, f cgroupFiles, m *CgroupMemory) error {
+	read := func(name string) ([]byte, error) { return r.readFile(d, name) }
 	var err error
 	if m.Limit, err = parseFile(read, f.limit, f.parseLimit); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -163,26 +171,14 @@ func readCgroupFilesWith(read func(name string) ([]byte, error), f cgroupFiles, 
 		return err
 	}
 
-	// The OOM kills: v1 memory.oom_control, v2 memory.events, all of whose
-	// counts are kept.
+	// The OOM kills; v2's memory.events has more, all of which are kept.
+	ev, found, err := parseOptional(read, f.oom, f.parseOOM)
+	if err != nil {
+		return err
+	}
+	m.OOMKills, m.HasOOMKills = ev.OOMKill, ev.HasOOMKill
 	if f.v2 {
-		if m.Events, m.HasEvents, err = parseOptional(read, f.oom, parseMemoryEvents); err != nil {
-			return err
-		}
-		m.OOMKills, m.HasOOMKills = m.Events.OOMKill, m.Events.HasOOMKill
-	} else {
-		type kills struct {
-			n     uint64
-			found bool
-		}
-		k, _, err := parseOptional(read, f.oom, func(b []byte) (kills, error) {
-			n, found, err := parseKeyedUint(b, "oom_kill")
-			return kills{n, found}, err
-		})
-		if err != nil {
-			return err
-		}
-		m.OOMKills, m.HasOOMKills = k.n, k.found
+		m.Events, m.HasEvents = ev, found
 	}
 
 	// The files only one version has, each of which a kernel may lack (no

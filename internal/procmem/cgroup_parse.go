@@ -125,58 +125,34 @@ const (
 	keyVmalloc
 	keySlab
 	numStatKeys
-	noKey statKey = -1
 )
 
-func v1StatKey(name []byte) statKey {
-	switch string(name) {
-	case "total_inactive_file":
-		return keyInactiveFile
-	case "total_rss":
-		return keyAnon
-	case "total_cache":
-		return keyFile
-	case "total_shmem":
-		return keyShmem
-	case "rss":
-		return keyRSS
-	case "cache":
-		return keyCache
-	case "shmem":
-		return keyShmemLocal
+// statKeys maps each version's memory.stat names to the keys a scan uses.
+var (
+	v1StatKeys = map[string]statKey{
+		"total_inactive_file": keyInactiveFile,
+		"total_rss":           keyAnon,
+		"total_cache":         keyFile,
+		"total_shmem":         keyShmem,
+		"rss":                 keyRSS,
+		"cache":               keyCache,
+		"shmem":               keyShmemLocal,
 	}
-	return noKey
-}
-
-func v2StatKey(name []byte) statKey {
-	switch string(name) {
-	case "inactive_file":
-		return keyInactiveFile
-	case "anon":
-		return keyAnon
-	case "file":
-		return keyFile
-	case "shmem":
-		return keyShmem
-	case "kernel":
-		return keyKernel
-	case "sock":
-		return keySock
-	case "kernel_stack":
-		return keyKernelStack
-	case "pagetables":
-		return keyPagetables
-	case "sec_pagetables":
-		return keySecPagetables
-	case "percpu":
-		return keyPercpu
-	case "vmalloc":
-		return keyVmalloc
-	case "slab":
-		return keySlab
+	v2StatKeys = map[string]statKey{
+		"inactive_file":  keyInactiveFile,
+		"anon":           keyAnon,
+		"file":           keyFile,
+		"shmem":          keyShmem,
+		"kernel":         keyKernel,
+		"sock":           keySock,
+		"kernel_stack":   keyKernelStack,
+		"pagetables":     keyPagetables,
+		"sec_pagetables": keySecPagetables,
+		"percpu":         keyPercpu,
+		"vmalloc":        keyVmalloc,
+		"slab":           keySlab,
 	}
-	return noKey
-}
+)
 
 // parseMemoryStat reads a memory.stat in one pass, split as
 // parseKeyedUint splits it, without allocating. The first line of a key
@@ -186,9 +162,9 @@ func v2StatKey(name []byte) statKey {
 func parseMemoryStat(data []byte, v2 bool) (memoryStat, error) {
 	var names, vals [numStatKeys][]byte
 	var seen uint32
-	lookup := v1StatKey
+	keys := v1StatKeys
 	if v2 {
-		lookup = v2StatKey
+		keys = v2StatKeys
 	}
 	for len(data) > 0 {
 		line, rest, err := nextLine(data)
@@ -200,7 +176,7 @@ func parseMemoryStat(data []byte, v2 bool) (memoryStat, error) {
 		if !ok {
 			continue
 		}
-		if k := lookup(name); k != noKey && seen&(1<<k) == 0 {
+		if k, ok := keys[string(name)]; ok && seen&(1<<k) == 0 {
 			names[k], vals[k] = name, val
 			seen |= 1 << k
 		}

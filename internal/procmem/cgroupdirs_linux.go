@@ -179,11 +179,6 @@ func (r *CgroupReader) drop(k cgroupDirKey) {
 	}
 }
 
-// readFiles reads one cgroup's files beneath its directory into m.
-func (r *CgroupReader) readFiles(d *cgroupDir, files cgroupFiles, m *CgroupMemory) error {
-	return readCgroupFilesWith(func(name string) ([]byte, error) { return r.readFile(d, name) }, files, m)
-}
-
 // readFile reads a file of the directory into the reader's buffer, valid
 // until the next read. A file of a removed cgroup reads ENODEV, which the
 // caller takes as the directory gone, as it does an open that finds no
