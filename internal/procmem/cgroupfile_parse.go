@@ -30,7 +30,8 @@ type memoryLine struct {
 // Every line must be well formed ("id:controllers:path" with a numeric
 // id), as procfs requires, even when the memory line is found before a
 // malformed one. It keeps substrings of data and allocates nothing on
-// success.
+// success. FuzzParseMemoryLine and TestParseMemoryLineLive hold it to
+// procfs's parser.
 func parseMemoryLine(data string) (memoryLine, error) {
 	var v1, unified memoryLine
 	var haveV1, haveUnified bool
