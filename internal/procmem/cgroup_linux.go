@@ -37,27 +37,12 @@ type CgroupMemory struct {
 	Peak    uint64
 	HasPeak bool
 
-	// The memory charged to the cgroup by kind, from the memory.stat read
-	// for WorkingSet: the cgroup and its descendants, as Usage. Each is
-	// valid only when its Has flag is set (the key was in memory.stat).
-	// Anon is anonymous memory: v2 anon, v1 total_rss (else rss). It
-	// leaves shmem out.
-	Anon uint64
-	// File is the page cache: v2 file, v1 total_cache (else cache). It
-	// includes Shmem, which the kernel keeps in the page cache.
-	File uint64
-	// Shmem is tmpfs (/dev/shm, a memory-backed emptyDir), SysV and POSIX
-	// shared memory and shared anonymous mappings: v2 shmem, v1
-	// total_shmem (else shmem). It is part of File, not of Anon.
-	Shmem uint64
-	// Kernel is kernel memory charged to the cgroup, cgroup v2 only (v1's
-	// memory.stat has none, and nothing more is read for it): "kernel"
-	// (Linux 5.18+, kmem: slab, stacks, page tables, percpu, vmalloc)
-	// plus "sock" (socket buffers, charged to the cgroup but not as kmem,
-	// added so the figure means the same on older kernels); before 5.18,
-	// the sum of kernel_stack, pagetables, sec_pagetables, percpu, sock,
-	// vmalloc and slab, those present.
-	Kernel                                uint64
+	// Anon, File, Shmem and Kernel are the memory charged to the cgroup
+	// and its descendants by kind, from the memory.stat read for
+	// WorkingSet, as executor_container_memory_bytes's kinds in
+	// docs/metrics.md; statKey has the keys each version sums.
+	// Each is valid only when its Has flag is set.
+	Anon, File, Shmem, Kernel             uint64
 	HasAnon, HasFile, HasShmem, HasKernel bool
 
 	// What the kernel says of the cgroup running short, before usage

@@ -157,8 +157,7 @@ var (
 // parseMemoryStat reads a memory.stat in one pass, split as
 // parseKeyedUint splits it, without allocating. The first line of a key
 // counts; a key the result uses with a bad value is an error, and an
-// absent one is not (kernels differ). The kinds and their keys are
-// CgroupMemory's Anon, File, Shmem and Kernel.
+// absent one is not (kernels differ).
 func parseMemoryStat(data []byte, v2 bool) (memoryStat, error) {
 	var names, vals [numStatKeys][]byte
 	var seen uint32

@@ -50,11 +50,15 @@ type ProcessTable struct {
 	// /proc/<pid>.
 	handles map[int]procfs.Proc
 
-	w       *ProcessWatch // nil for the tests' reference table
-	pids    []int         // listed in this scan, ascending
-	recheck map[int]bool  // read in this scan because new, young or due
-	gone    map[int]bool  // listed, but its stat could not be read
-	changed bool          // a watch's: see Changed
+	w    *ProcessWatch // nil for the tests' reference table
+	pids []int         // listed in this scan, ascending
+	// recheck: pids read in this scan because new or young, or found
+	// changed by the periodic refresh (another program, another parent):
+	// what is kept of a pid (its root, its pid namespace) is worth looking
+	// at again exactly then.
+	recheck map[int]bool
+	gone    map[int]bool // listed, but its stat could not be read
+	changed bool         // a watch's: see Changed
 }
 
 // bootTimes caches the boot time per procfs mount (procfs.FS is comparable).
@@ -127,31 +131,10 @@ func (t *ProcessTable) Seen(pid int) (Process, bool) {
 // Changed reports whether the table can differ from the last scan's in
 // anything a caller caches about its processes: a pid was listed for the
 // first time, left the listing, or was read again as young or due
-// (Recheck). A table made without a watch has always changed. Processes
+// (recheck). A table made without a watch has always changed. Processes
 // that exited stay listed until the watch's next full listing, as in
 // PIDs.
 func (t *ProcessTable) Changed() bool { return t.w == nil || t.changed }
-
-// Recheck reports whether pid was read in this scan because it is new or
-// young, or was found changed by the periodic refresh (another program,
-// another parent): what a caller caches about a pid (its root, its
-// namespaces) is worth looking at again exactly then. Every pid of a table
-// without a watch is.
-func (t *ProcessTable) Recheck(pid int) bool {
-	if t.w == nil {
-		_, ok := t.procs[pid]
-		return ok
-	}
-	return t.recheck[pid]
-}
-
-// Children returns the direct children of pid seen in the scan, in no
-// particular order. For a watch's table they are what the watch last read
-// (see Seen).
-func (t *ProcessTable) Children(pid int) []int {
-	t.buildChildren()
-	return slices.Clone(t.children[pid])
-}
 
 // buildChildren indexes a watch's processes by parent. Parents change only
 // when a process is re-parented after its parent's exit, to an ancestor or

@@ -19,7 +19,7 @@ import (
 // an exec (a launcher script becoming java) or a container runtime's
 // pivot_root right after the fork is seen; and every RefreshEvery for all
 // processes, a safety net for an exec or a new parent later in a process's
-// life. A process is flagged for callers to look at again (Recheck) when it
+// life. A process is flagged for callers to look at again (recheck) when it
 // is new or young, or when the refresh finds it changed: a refresh that
 // finds nothing changed costs the stat reads alone.
 const (
