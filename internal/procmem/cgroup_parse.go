@@ -25,14 +25,12 @@ const maxCgroupPathLen = 4096
 // stay one here, so the two parsers agree on every input.
 const maxCgroupFileLine = 64<<10 - 1
 
-var errEmptyValue = errors.New("empty value")
-
 // parseSingleUint parses a cgroup file holding one unsigned decimal number,
 // such as memory.usage_in_bytes or memory.current.
 func parseSingleUint(data []byte) (uint64, error) {
 	s := strings.TrimSpace(string(data))
 	if s == "" {
-		return 0, errEmptyValue
+		return 0, errors.New("empty value")
 	}
 	v, err := strconv.ParseUint(s, 10, 64)
 	if err != nil {

@@ -2,9 +2,11 @@ package procmem
 
 import (
 	"fmt"
+	"os"
 	"path"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -227,16 +229,34 @@ func (t *ProcessTable) kindOf(p Process) processKind {
 	if t.w != nil {
 		return t.w.exeKind(p)
 	}
-	h, ok := t.handles[p.PID]
-	if !ok {
-		return kindOther
+	if h, ok := t.handles[p.PID]; ok {
+		if exe, err := h.Executable(); err == nil {
+			return classifyExe(exe)
+		}
 	}
-	exe, err := h.Executable()
-	if err != nil || exe == "" {
-		return kindOther
+	return kindOther
+}
+
+// exeKind classifies pid by its executable's basename, once per process
+// and command name (the link is read, never followed).
+func (w *ProcessWatch) exeKind(p Process) processKind {
+	e := w.known[p.PID]
+	if e != nil && e.exeDone && e.exeComm == p.Comm {
+		return e.exeKind
 	}
-	exe = strings.TrimSuffix(exe, " (deleted)")
-	return classifyName(path.Base(exe))
+	kind := kindOther
+	if exe, err := os.Readlink(path.Join(w.procPath, strconv.Itoa(p.PID), "exe")); err == nil {
+		kind = classifyExe(exe)
+	}
+	if e != nil {
+		e.exeKind, e.exeComm, e.exeDone = kind, p.Comm, true
+	}
+	return kind
+}
+
+// classifyExe classifies the target of an exe link by its basename.
+func classifyExe(exe string) processKind {
+	return classifyName(path.Base(strings.TrimSuffix(exe, " (deleted)")))
 }
 
 var pythonName = regexp.MustCompile(`^python(\d+(\.\d+)?)?$`)

@@ -8,7 +8,6 @@ import (
 	"path"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/prometheus/procfs"
@@ -33,10 +32,10 @@ const (
 // table that reads every stat file costs ~10 µs per process, JVM or not,
 // and a busy Kubernetes node has hundreds of processes that are not JVMs.
 //
-// Every scan lists /proc once (getdents: the pid and the inode number of
-// its directory, which changes when a pid is reused) and reads the stat of
-// new processes and those started less than YoungFor ago; everything else is read when asked for
-// (ProcessTable.Process, TreeRSS). A ProcessWatch is not safe for
+// Every scan lists /proc (getdents: the pid and the inode number of its
+// directory, which changes when a pid is reused) and reads the stat of new
+// processes and those younger than YoungFor; the rest is read when asked
+// for (ProcessTable.Process, TreeRSS). A ProcessWatch is not safe for
 // concurrent use; the tables it makes are used within one scan.
 type ProcessWatch struct {
 	procPath string
@@ -145,11 +144,11 @@ func ownProcfs(dir *os.File, procPath string) bool {
 // only when procPath cannot be listed.
 //
 // Listing /proc costs about a microsecond per process in the kernel. When
-// procPath is this process's own procfs, pids are allocated upwards, and
+// procPath is this process's own procfs, pids are allocated upwards and
 // /proc/loadavg names the last one, so a scan lists only the pids made
 // since the last one seen (an lseek to that pid, then getdents up to the
-// last pid made: after the pids wrapped around, the processes above it are
-// old) and keeps the rest: a process that exited stays known until the full listing every
+// last pid made: after the pids wrapped around, those above it are old).
+// A process that exited stays known until the full listing every
 // listEvery scans (or sooner, when the pids wrapped around), and costs
 // nothing but a failed read when it is asked for.
 func (w *ProcessWatch) Scan(now time.Time) (*ProcessTable, error) {
@@ -377,23 +376,6 @@ func (w *ProcessWatch) read(pid int) (Process, bool) {
 		e.p, e.ok = p, true
 	}
 	return p, true
-}
-
-// exeKind classifies pid by its executable's basename, once per process
-// and command name (the link is read, never followed).
-func (w *ProcessWatch) exeKind(p Process) processKind {
-	e := w.known[p.PID]
-	if e != nil && e.exeDone && e.exeComm == p.Comm {
-		return e.exeKind
-	}
-	kind := kindOther
-	if exe, err := os.Readlink(path.Join(w.procPath, strconv.Itoa(p.PID), "exe")); err == nil {
-		kind = classifyName(path.Base(strings.TrimSuffix(exe, " (deleted)")))
-	}
-	if e != nil {
-		e.exeKind, e.exeComm, e.exeDone = kind, p.Comm, true
-	}
-	return kind
 }
 
 // Close releases the directory the watch holds open. The watch is not
