@@ -37,27 +37,12 @@ type CgroupMemory struct {
 	Peak    uint64
 	HasPeak bool
 
-	// The memory charged to the cgroup by kind, from the memory.stat read
-	// for WorkingSet: the cgroup and its descendants, as Usage. Each is
-	// valid only when its Has flag is set (the key was in memory.stat).
-	// Anon is anonymous memory: v2 anon, v1 total_rss (else rss). It
-	// leaves shmem out.
-	Anon uint64
-	// File is the page cache: v2 file, v1 total_cache (else cache). It
-	// includes Shmem, which the kernel keeps in the page cache.
-	File uint64
-	// Shmem is tmpfs (/dev/shm, a memory-backed emptyDir), SysV and POSIX
-	// shared memory and shared anonymous mappings: v2 shmem, v1
-	// total_shmem (else shmem). It is part of File, not of Anon.
-	Shmem uint64
-	// Kernel is kernel memory charged to the cgroup, cgroup v2 only (v1's
-	// memory.stat has none, and nothing more is read for it): "kernel"
-	// (Linux 5.18+, kmem: slab, stacks, page tables, percpu, vmalloc)
-	// plus "sock" (socket buffers, charged to the cgroup but not as kmem,
-	// added so the figure means the same on older kernels); before 5.18,
-	// the sum of kernel_stack, pagetables, sec_pagetables, percpu, sock,
-	// vmalloc and slab, those present.
-	Kernel                                uint64
+	// Anon, File, Shmem and Kernel are the memory charged to the cgroup
+	// and its descendants by kind, from the memory.stat read for
+	// WorkingSet, as executor_container_memory_bytes's kinds in
+	// docs/metrics.md; statKey has the keys each version sums.
+	// Each is valid only when its Has flag is set.
+	Anon, File, Shmem, Kernel             uint64
 	HasAnon, HasFile, HasShmem, HasKernel bool
 
 	// What the kernel says of the cgroup running short, before usage
@@ -73,27 +58,34 @@ type CgroupMemory struct {
 	HasFailCnt bool
 }
 
-// cgroupFile names the files to read for one cgroup version.
+// cgroupFiles names the files to read for one cgroup version.
 type cgroupFiles struct {
 	limit, usage, stat, oom, peak string
 	failcnt                       string // v1 only
 	pressure, high                string // v2 only
 	v2                            bool   // memory.stat's keys are v2's, oom is memory.events
 	parseLimit                    func([]byte) (uint64, error)
+	parseOOM                      func([]byte) (MemoryEvents, error)
 }
 
 var (
 	v1Files = cgroupFiles{
 		limit: "memory.limit_in_bytes", usage: "memory.usage_in_bytes",
 		stat: "memory.stat", oom: "memory.oom_control", peak: "memory.max_usage_in_bytes",
-		failcnt: "memory.failcnt", parseLimit: parseV1Limit,
+		failcnt: "memory.failcnt", parseLimit: parseV1Limit, parseOOM: parseOOMControl,
 	}
 	v2Files = cgroupFiles{
 		limit: "memory.max", usage: "memory.current",
 		stat: "memory.stat", oom: "memory.events", peak: "memory.peak",
-		pressure: "memory.pressure", high: "memory.high", v2: true, parseLimit: parseV2Max,
+		pressure: "memory.pressure", high: "memory.high", v2: true, parseLimit: parseV2Max, parseOOM: parseMemoryEvents,
 	}
 )
+
+// parseOOMControl takes v1's memory.oom_control as the one event it counts.
+func parseOOMControl(data []byte) (MemoryEvents, error) {
+	n, found, err := parseKeyedUint(data, "oom_kill")
+	return MemoryEvents{OOMKill: n, HasOOMKill: found}, err
+}
 
 // missingMeansGone keeps fs.ErrNotExist in err only when the process itself
 // has exited (its cgroup may go with it). A missing cgroup directory or file
@@ -133,9 +125,10 @@ func findCgroupDir(root *os.Root, mounts []string, rel string) (string, error) {
 	return "", firstErr
 }
 
-// readCgroupFilesWith reads and parses one cgroup's files into m; what
-// read returns is parsed before the next read, so it may reuse a buffer.
-func readCgroupFilesWith(read func(name string) ([]byte, error), f cgroupFiles, m *CgroupMemory) error {
+// readFiles reads and parses one cgroup's files beneath its directory
+// into m; each file is parsed before the next is read into the same buffer.
+func (r *CgroupReader) readFiles(d *cgroupDir, f cgroupFiles, m *CgroupMemory) error {
+	read := func(name string) ([]byte, error) { return r.readFile(d, name) }
 	var err error
 	if m.Limit, err = parseFile(read, f.limit, f.parseLimit); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -163,26 +156,14 @@ func readCgroupFilesWith(read func(name string) ([]byte, error), f cgroupFiles, 
 		return err
 	}
 
-	// The OOM kills: v1 memory.oom_control, v2 memory.events, all of whose
-	// counts are kept.
+	// The OOM kills; v2's memory.events has more, all of which are kept.
+	ev, found, err := parseOptional(read, f.oom, f.parseOOM)
+	if err != nil {
+		return err
+	}
+	m.OOMKills, m.HasOOMKills = ev.OOMKill, ev.HasOOMKill
 	if f.v2 {
-		if m.Events, m.HasEvents, err = parseOptional(read, f.oom, parseMemoryEvents); err != nil {
-			return err
-		}
-		m.OOMKills, m.HasOOMKills = m.Events.OOMKill, m.Events.HasOOMKill
-	} else {
-		type kills struct {
-			n     uint64
-			found bool
-		}
-		k, _, err := parseOptional(read, f.oom, func(b []byte) (kills, error) {
-			n, found, err := parseKeyedUint(b, "oom_kill")
-			return kills{n, found}, err
-		})
-		if err != nil {
-			return err
-		}
-		m.OOMKills, m.HasOOMKills = k.n, k.found
+		m.Events, m.HasEvents = ev, found
 	}
 
 	// The files only one version has, each of which a kernel may lack (no

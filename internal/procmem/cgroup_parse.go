@@ -20,14 +20,17 @@ const v1UnlimitedThreshold = 1 << 62
 // never produces anything near PATH_MAX here for real containers.
 const maxCgroupPathLen = 4096
 
-var errEmptyValue = errors.New("empty value")
+// maxCgroupFileLine is the longest line procfs's parser (a bufio.Scanner
+// with its default buffer) accepts; longer ones are an error there and
+// stay one here, so the two parsers agree on every input.
+const maxCgroupFileLine = 64<<10 - 1
 
 // parseSingleUint parses a cgroup file holding one unsigned decimal number,
 // such as memory.usage_in_bytes or memory.current.
 func parseSingleUint(data []byte) (uint64, error) {
 	s := strings.TrimSpace(string(data))
 	if s == "" {
-		return 0, errEmptyValue
+		return 0, errors.New("empty value")
 	}
 	v, err := strconv.ParseUint(s, 10, 64)
 	if err != nil {
@@ -125,70 +128,45 @@ const (
 	keyVmalloc
 	keySlab
 	numStatKeys
-	noKey statKey = -1
 )
 
-func v1StatKey(name []byte) statKey {
-	switch string(name) {
-	case "total_inactive_file":
-		return keyInactiveFile
-	case "total_rss":
-		return keyAnon
-	case "total_cache":
-		return keyFile
-	case "total_shmem":
-		return keyShmem
-	case "rss":
-		return keyRSS
-	case "cache":
-		return keyCache
-	case "shmem":
-		return keyShmemLocal
+// statKeys maps each version's memory.stat names to the keys a scan uses.
+var (
+	v1StatKeys = map[string]statKey{
+		"total_inactive_file": keyInactiveFile,
+		"total_rss":           keyAnon,
+		"total_cache":         keyFile,
+		"total_shmem":         keyShmem,
+		"rss":                 keyRSS,
+		"cache":               keyCache,
+		"shmem":               keyShmemLocal,
 	}
-	return noKey
-}
-
-func v2StatKey(name []byte) statKey {
-	switch string(name) {
-	case "inactive_file":
-		return keyInactiveFile
-	case "anon":
-		return keyAnon
-	case "file":
-		return keyFile
-	case "shmem":
-		return keyShmem
-	case "kernel":
-		return keyKernel
-	case "sock":
-		return keySock
-	case "kernel_stack":
-		return keyKernelStack
-	case "pagetables":
-		return keyPagetables
-	case "sec_pagetables":
-		return keySecPagetables
-	case "percpu":
-		return keyPercpu
-	case "vmalloc":
-		return keyVmalloc
-	case "slab":
-		return keySlab
+	v2StatKeys = map[string]statKey{
+		"inactive_file":  keyInactiveFile,
+		"anon":           keyAnon,
+		"file":           keyFile,
+		"shmem":          keyShmem,
+		"kernel":         keyKernel,
+		"sock":           keySock,
+		"kernel_stack":   keyKernelStack,
+		"pagetables":     keyPagetables,
+		"sec_pagetables": keySecPagetables,
+		"percpu":         keyPercpu,
+		"vmalloc":        keyVmalloc,
+		"slab":           keySlab,
 	}
-	return noKey
-}
+)
 
 // parseMemoryStat reads a memory.stat in one pass, split as
 // parseKeyedUint splits it, without allocating. The first line of a key
 // counts; a key the result uses with a bad value is an error, and an
-// absent one is not (kernels differ). The kinds and their keys are
-// CgroupMemory's Anon, File, Shmem and Kernel.
+// absent one is not (kernels differ).
 func parseMemoryStat(data []byte, v2 bool) (memoryStat, error) {
 	var names, vals [numStatKeys][]byte
 	var seen uint32
-	lookup := v1StatKey
+	keys := v1StatKeys
 	if v2 {
-		lookup = v2StatKey
+		keys = v2StatKeys
 	}
 	for len(data) > 0 {
 		line, rest, err := nextLine(data)
@@ -200,7 +178,7 @@ func parseMemoryStat(data []byte, v2 bool) (memoryStat, error) {
 		if !ok {
 			continue
 		}
-		if k := lookup(name); k != noKey && seen&(1<<k) == 0 {
+		if k, ok := keys[string(name)]; ok && seen&(1<<k) == 0 {
 			names[k], vals[k] = name, val
 			seen |= 1 << k
 		}
@@ -310,6 +288,86 @@ func cleanCgroupPath(p string) (string, error) {
 		rel = "."
 	}
 	return rel, nil
+}
+
+var errNoMemoryCgroup = errors.New("no memory cgroup (neither a v1 memory controller nor a v2 unified line)")
+
+// memoryLine is the line of /proc/<pid>/cgroup that governs memory.
+type memoryLine struct {
+	v2 bool // the unified hierarchy's line: no v1 memory controller
+	// controllers is the line's second field as written: a v1 hierarchy's
+	// comma-separated controllers, which name its mount directory.
+	controllers string
+	path        string // the cgroup's path, relative to the namespace root
+}
+
+// parseMemoryLine picks the memory line from the contents of a
+// /proc/<pid>/cgroup file. A v1 memory controller wins over the unified
+// line: in hybrid mode the unified hierarchy carries no memory controller.
+// Every line must be well formed ("id:controllers:path" with a numeric
+// id), as procfs requires, even when the memory line is found before a
+// malformed one. It keeps substrings of data and allocates nothing on
+// success. FuzzParseMemoryLine and TestParseMemoryLineLive hold it to
+// procfs's parser.
+func parseMemoryLine(data string) (memoryLine, error) {
+	var v1, unified memoryLine
+	var haveV1, haveUnified bool
+	for len(data) > 0 {
+		line, rest, _ := strings.Cut(data, "\n")
+		data = rest
+		if len(line) > maxCgroupFileLine {
+			return memoryLine{}, errors.New("line too long")
+		}
+		line = strings.TrimSuffix(line, "\r")
+		id, after, ok := strings.Cut(line, ":")
+		controllers, cgPath, ok2 := strings.Cut(after, ":")
+		if !ok || !ok2 {
+			return memoryLine{}, fmt.Errorf("3+ fields required in cgroup line %q", truncate(line, 128))
+		}
+		n, err := strconv.Atoi(id)
+		if err != nil {
+			return memoryLine{}, fmt.Errorf("hierarchy ID %q is not a number", truncate(id, 32))
+		}
+		switch {
+		case !haveV1 && hasController(controllers, "memory"):
+			v1, haveV1 = memoryLine{controllers: controllers, path: cgPath}, true
+		case !haveUnified && n == 0 && controllers == "":
+			unified, haveUnified = memoryLine{v2: true, path: cgPath}, true
+		}
+	}
+	switch {
+	case haveV1:
+		return v1, nil
+	case haveUnified:
+		return unified, nil
+	}
+	return memoryLine{}, errNoMemoryCgroup
+}
+
+// hasController reports whether the comma-separated list names c.
+func hasController(list, c string) bool {
+	for list != "" {
+		var name string
+		name, list, _ = strings.Cut(list, ",")
+		if name == c {
+			return true
+		}
+	}
+	return false
+}
+
+// mounts returns the candidate mount directories, relative to sysfs, of
+// the line's hierarchy. Co-mounted v1 controllers get a directory named
+// after all of them; systemd adds a "memory" symlink to it.
+func (l memoryLine) mounts() []string {
+	if l.v2 {
+		return []string{"fs/cgroup"}
+	}
+	dirs := []string{path.Join("fs/cgroup", l.controllers)}
+	if strings.Contains(l.controllers, ",") {
+		dirs = append(dirs, "fs/cgroup/memory")
+	}
+	return dirs
 }
 
 func truncate(s string, n int) string {

@@ -58,7 +58,7 @@ func BenchmarkCgroupFile(b *testing.B) {
 			defer unix.Close(fd)
 			reportCPU := testenv.CPUPerOp(b, syscall.RUSAGE_SELF)
 			for b.Loop() {
-				if data, _, err := preadAll(fd, r.buf); err != nil || len(data) == 0 {
+				if data, _, err := ReadFD(fd, r.buf, 64<<10); err != nil || len(data) == 0 {
 					b.Fatal(err)
 				}
 			}

@@ -18,13 +18,12 @@ const maxCgroupDirs = 1024
 // memory.stat, the largest, is a few KiB.
 const maxCgroupFileSize = 1 << 20
 
-// CgroupReader reads processes' memory cgroups scan after scan (a
-// ReadCgroupMemory is one read of a new one): it parses the
-// /proc/<pid>/cgroup contents its caller already holds, and keeps each
+// CgroupReader reads processes' memory cgroups scan after scan: it parses
+// the /proc/<pid>/cgroup contents its caller already holds, and keeps each
 // cgroup's directory open between scans, so that a scan costs only the
-// opening and reading of the cgroup's files.
-// Finding and opening a directory costs more than reading it, and on
-// Kubernetes each executor has a cgroup of its own.
+// opening and reading of the cgroup's files. Finding and opening a
+// directory costs more than reading it, and on Kubernetes each executor
+// has a cgroup of its own.
 //
 // Directories are opened through an os.Root at the sysfs root, so neither
 // ".." nor a symlink leads out of it; files are opened beneath a kept
@@ -177,11 +176,6 @@ func (r *CgroupReader) drop(k cgroupDirKey) {
 		d.close()
 		delete(r.dirs, k)
 	}
-}
-
-// readFiles reads one cgroup's files beneath its directory into m.
-func (r *CgroupReader) readFiles(d *cgroupDir, files cgroupFiles, m *CgroupMemory) error {
-	return readCgroupFilesWith(func(name string) ([]byte, error) { return r.readFile(d, name) }, files, m)
 }
 
 // readFile reads a file of the directory into the reader's buffer, valid

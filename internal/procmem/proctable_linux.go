@@ -2,9 +2,11 @@ package procmem
 
 import (
 	"fmt"
+	"os"
 	"path"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -50,11 +52,15 @@ type ProcessTable struct {
 	// /proc/<pid>.
 	handles map[int]procfs.Proc
 
-	w       *ProcessWatch // nil for the tests' reference table
-	pids    []int         // listed in this scan, ascending
-	recheck map[int]bool  // read in this scan because new, young or due
-	gone    map[int]bool  // listed, but its stat could not be read
-	changed bool          // a watch's: see Changed
+	w    *ProcessWatch // nil for the tests' reference table
+	pids []int         // listed in this scan, ascending
+	// recheck: pids read in this scan because new or young, or found
+	// changed by the periodic refresh (another program, another parent):
+	// what is kept of a pid (its root, its pid namespace) is worth looking
+	// at again exactly then.
+	recheck map[int]bool
+	gone    map[int]bool // listed, but its stat could not be read
+	changed bool         // a watch's: see Changed
 }
 
 // bootTimes caches the boot time per procfs mount (procfs.FS is comparable).
@@ -127,31 +133,10 @@ func (t *ProcessTable) Seen(pid int) (Process, bool) {
 // Changed reports whether the table can differ from the last scan's in
 // anything a caller caches about its processes: a pid was listed for the
 // first time, left the listing, or was read again as young or due
-// (Recheck). A table made without a watch has always changed. Processes
+// (recheck). A table made without a watch has always changed. Processes
 // that exited stay listed until the watch's next full listing, as in
 // PIDs.
 func (t *ProcessTable) Changed() bool { return t.w == nil || t.changed }
-
-// Recheck reports whether pid was read in this scan because it is new or
-// young, or was found changed by the periodic refresh (another program,
-// another parent): what a caller caches about a pid (its root, its
-// namespaces) is worth looking at again exactly then. Every pid of a table
-// without a watch is.
-func (t *ProcessTable) Recheck(pid int) bool {
-	if t.w == nil {
-		_, ok := t.procs[pid]
-		return ok
-	}
-	return t.recheck[pid]
-}
-
-// Children returns the direct children of pid seen in the scan, in no
-// particular order. For a watch's table they are what the watch last read
-// (see Seen).
-func (t *ProcessTable) Children(pid int) []int {
-	t.buildChildren()
-	return slices.Clone(t.children[pid])
-}
 
 // buildChildren indexes a watch's processes by parent. Parents change only
 // when a process is re-parented after its parent's exit, to an ancestor or
@@ -244,16 +229,34 @@ func (t *ProcessTable) kindOf(p Process) processKind {
 	if t.w != nil {
 		return t.w.exeKind(p)
 	}
-	h, ok := t.handles[p.PID]
-	if !ok {
-		return kindOther
+	if h, ok := t.handles[p.PID]; ok {
+		if exe, err := h.Executable(); err == nil {
+			return classifyExe(exe)
+		}
 	}
-	exe, err := h.Executable()
-	if err != nil || exe == "" {
-		return kindOther
+	return kindOther
+}
+
+// exeKind classifies pid by its executable's basename, once per process
+// and command name (the link is read, never followed).
+func (w *ProcessWatch) exeKind(p Process) processKind {
+	e := w.known[p.PID]
+	if e != nil && e.exeDone && e.exeComm == p.Comm {
+		return e.exeKind
 	}
-	exe = strings.TrimSuffix(exe, " (deleted)")
-	return classifyName(path.Base(exe))
+	kind := kindOther
+	if exe, err := os.Readlink(path.Join(w.procPath, strconv.Itoa(p.PID), "exe")); err == nil {
+		kind = classifyExe(exe)
+	}
+	if e != nil {
+		e.exeKind, e.exeComm, e.exeDone = kind, p.Comm, true
+	}
+	return kind
+}
+
+// classifyExe classifies the target of an exe link by its basename.
+func classifyExe(exe string) processKind {
+	return classifyName(path.Base(strings.TrimSuffix(exe, " (deleted)")))
 }
 
 var pythonName = regexp.MustCompile(`^python(\d+(\.\d+)?)?$`)

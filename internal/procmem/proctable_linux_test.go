@@ -73,10 +73,10 @@ func testProcessTableFixture(t *testing.T, table *ProcessTable) {
 	if p, ok := table.Process(201); ok {
 		t.Errorf("Process(201) with garbage stat = %+v, want absent", p)
 	}
-	children := table.Children(101)
-	slices.Sort(children)
+	table.buildChildren()
+	children := slices.Sorted(slices.Values(table.children[101]))
 	if want := []int{102, 105, 106}; !slices.Equal(children, want) {
-		t.Errorf("Children(101) = %v, want %v", children, want)
+		t.Errorf("children of 101 = %v, want %v", children, want)
 	}
 }
 

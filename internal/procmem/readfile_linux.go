@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -19,16 +20,9 @@ func (w *ProcessWatch) readStat(pid int) ([]byte, error) {
 		return nil, err
 	}
 	defer func() { _ = unix.Close(fd) }()
-	data, buf, err := preadAll(fd, w.statBuf)
+	data, buf, err := ReadFD(fd, w.statBuf, 64<<10)
 	w.statBuf = buf
 	return data, err
-}
-
-// preadAll reads a small procfs file from offset 0 into buf, growing it
-// when the file does not fit, up to 64 KiB, and returns the data and the
-// buffer to reuse.
-func preadAll(fd int, buf []byte) (data, reuse []byte, err error) {
-	return ReadFD(fd, buf, 64<<10)
 }
 
 // ReadProcFile reads a small procfs file by path into buf, grown when the
@@ -77,4 +71,28 @@ func ReadFD(fd int, buf []byte, limit int) (data, reuse []byte, err error) {
 			buf = append(buf, make([]byte, len(buf))...)
 		}
 	}
+}
+
+// PeakReader reads processes' resident peaks (VmHWM) from
+// <procPath>/<pid>/status; only VmHWM is parsed of it. Not safe for
+// concurrent use.
+type PeakReader struct {
+	procPath string
+	buf      []byte
+}
+
+// NewPeakReader returns a PeakReader of the processes under procPath.
+func NewPeakReader(procPath string) *PeakReader {
+	return &PeakReader{procPath: procPath}
+}
+
+// ResidentPeak returns pid's VmHWM in bytes. A process gone, or a kernel
+// without the field, is an error.
+func (r *PeakReader) ResidentPeak(pid int) (uint64, error) {
+	data, buf, err := ReadProcFile(filepath.Join(r.procPath, strconv.Itoa(pid), "status"), r.buf, 64<<10)
+	r.buf = buf
+	if err != nil {
+		return 0, err
+	}
+	return parseStatusHWM(data)
 }

@@ -20,7 +20,7 @@ type Root struct {
 // Root returns pid's root, false when the process cannot be inspected. A
 // process is moved into its container's root before it runs the
 // container's program, so the root is looked at when the table lists the
-// pid new, young or changed (Recheck) and kept by the watch otherwise: a
+// pid new, young or changed (recheck) and kept by the watch otherwise: a
 // scan then costs no system call for a process that is not new. A table
 // without a watch knows no root.
 func (t *ProcessTable) Root(pid int) (Root, bool) {

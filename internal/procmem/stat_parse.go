@@ -22,44 +22,20 @@ type procStat struct {
 const (
 	statPPID      = 4 - 3
 	statFlags     = 9 - 3
-	statUTime     = 14 - 3
-	statSTime     = 15 - 3
 	statStartTime = 22 - 3
 	statVSize     = 23 - 3
 	statRSS       = 24 - 3
 )
 
-// statFields walks the fields of a /proc/<pid>/stat line after the
-// command name, which may hold spaces and parentheses and so ends at the
-// last ')'. Fields are split on spaces and end at the first newline. It
-// calls each with every field up to last (the positions above) and fails
-// when the line has fewer; it returns the command name, within b.
-func statFields(b []byte, last int, each func(field int, tok []byte) error) ([]byte, error) {
-	open := bytes.IndexByte(b, '(')
-	closing := bytes.LastIndexByte(b, ')')
-	if open < 0 || closing < open {
-		return nil, errors.New("stat: no (comm)")
-	}
-	rest := b[closing+1:]
-	if nl := bytes.IndexByte(rest, '\n'); nl >= 0 {
-		rest = rest[:nl]
-	}
-	for field := 0; field <= last; field++ {
-		rest = bytes.TrimLeft(rest, " ")
-		if len(rest) == 0 {
-			return nil, fmt.Errorf("stat: %d fields after the command name, want at least %d", field, last+1)
-		}
-		var tok []byte
-		tok, rest = cutField(rest)
-		if err := each(field, tok); err != nil {
-			return nil, err
-		}
-	}
-	return b[open+1 : closing], nil
+// statFieldNames names the fields parseStat takes, in its errors.
+var statFieldNames = [statRSS + 1]string{
+	statPPID: "ppid", statFlags: "flags", statStartTime: "starttime", statVSize: "vsize", statRSS: "rss",
 }
 
 // parseStat parses a /proc/<pid>/stat line for the process table. It
-// allocates only the command name.
+// allocates only the command name, which may hold spaces and parentheses
+// and so ends at the last ')'; the fields after it are split on spaces and
+// end at the first newline.
 //
 // procfs parses this file too (Proc.Stat, used by NewProcessTable); this is a
 // fast path beside it for ProcessWatch, which reads the stat of every JVM
@@ -67,49 +43,42 @@ func statFields(b []byte, last int, each func(field int, tok []byte) error) ([]b
 // the kernel's production of the file (BenchmarkParseStat). It is held to
 // procfs's answers by TestParseStatAgreesWithProcfs, on every live process.
 func parseStat(b []byte) (procStat, error) {
-	var s procStat
-	comm, err := statFields(b, statRSS, func(field int, tok []byte) error {
-		switch field {
-		case statPPID:
-			v, err := parseStatInt(tok)
-			if err != nil || v < 0 || v > 1<<31-1 {
-				return fmt.Errorf("stat: ppid %q", truncate(string(tok), 32))
-			}
-			s.PPID = int(v)
-		case statFlags:
-			v, err := parseStatInt(tok)
-			if err != nil || v < 0 {
-				return fmt.Errorf("stat: flags %q", truncate(string(tok), 32))
-			}
-			s.Flags = uint64(v)
-		case statStartTime:
-			v, err := parseStatInt(tok)
-			if err != nil || v < 0 {
-				return fmt.Errorf("stat: starttime %q", truncate(string(tok), 32))
-			}
-			s.StartTicks = uint64(v)
-		case statVSize:
-			v, err := parseStatInt(tok)
-			if err != nil || v < 0 {
-				return fmt.Errorf("stat: vsize %q", truncate(string(tok), 32))
-			}
-			s.VSize = uint64(v)
-		case statRSS:
-			v, err := parseStatInt(tok)
-			if err != nil {
-				return fmt.Errorf("stat: rss %q", truncate(string(tok), 32))
-			}
-			if v > 0 {
-				s.RSSPages = uint64(v)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return procStat{}, err
+	open := bytes.IndexByte(b, '(')
+	closing := bytes.LastIndexByte(b, ')')
+	if open < 0 || closing < open {
+		return procStat{}, errors.New("stat: no (comm)")
 	}
-	s.Comm = string(comm)
-	return s, nil
+	rest := b[closing+1:]
+	if nl := bytes.IndexByte(rest, '\n'); nl >= 0 {
+		rest = rest[:nl]
+	}
+	var v [statRSS + 1]int64
+	for field := range v {
+		rest = bytes.TrimLeft(rest, " ")
+		if len(rest) == 0 {
+			return procStat{}, fmt.Errorf("stat: %d fields after the command name, want at least %d", field, statRSS+1)
+		}
+		var tok []byte
+		tok, rest, _ = bytes.Cut(rest, []byte{' '})
+		name := statFieldNames[field]
+		if name == "" {
+			continue
+		}
+		n, err := parseStatInt(tok)
+		// RSS alone may read negative (never seen): it counts as 0.
+		if err != nil || (n < 0 && field != statRSS) || (field == statPPID && n > 1<<31-1) {
+			return procStat{}, fmt.Errorf("stat: %s %q", name, truncate(string(tok), 32))
+		}
+		v[field] = n
+	}
+	return procStat{
+		PPID:       int(v[statPPID]),
+		Comm:       string(b[open+1 : closing]),
+		RSSPages:   uint64(max(v[statRSS], 0)),
+		VSize:      uint64(v[statVSize]),
+		StartTicks: uint64(v[statStartTime]),
+		Flags:      uint64(v[statFlags]),
+	}, nil
 }
 
 // parseStatInt parses a decimal integer with an optional minus sign (no
@@ -136,12 +105,8 @@ func parseStatInt(b []byte) (int64, error) {
 func parseStatusHWM(b []byte) (uint64, error) {
 	const key = "VmHWM:"
 	for len(b) > 0 {
-		line := b
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			line, b = b[:i], b[i+1:]
-		} else {
-			b = nil
-		}
+		var line []byte
+		line, b, _ = bytes.Cut(b, []byte{'\n'})
 		if !bytes.HasPrefix(line, []byte(key)) {
 			continue
 		}
@@ -156,12 +121,4 @@ func parseStatusHWM(b []byte) (uint64, error) {
 		return v * 1024, nil
 	}
 	return 0, errors.New("status: no VmHWM")
-}
-
-// cutField splits b before its first space.
-func cutField(b []byte) (field, rest []byte) {
-	if i := bytes.IndexByte(b, ' '); i >= 0 {
-		return b[:i], b[i:]
-	}
-	return b, nil
 }

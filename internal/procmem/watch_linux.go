@@ -8,7 +8,6 @@ import (
 	"path"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/prometheus/procfs"
@@ -19,7 +18,7 @@ import (
 // an exec (a launcher script becoming java) or a container runtime's
 // pivot_root right after the fork is seen; and every RefreshEvery for all
 // processes, a safety net for an exec or a new parent later in a process's
-// life. A process is flagged for callers to look at again (Recheck) when it
+// life. A process is flagged for callers to look at again (recheck) when it
 // is new or young, or when the refresh finds it changed: a refresh that
 // finds nothing changed costs the stat reads alone.
 const (
@@ -33,14 +32,14 @@ const (
 // table that reads every stat file costs ~10 µs per process, JVM or not,
 // and a busy Kubernetes node has hundreds of processes that are not JVMs.
 //
-// Every scan lists /proc once (getdents: the pid and the inode number of
-// its directory, which changes when a pid is reused) and reads the stat of
-// new processes and those started less than YoungFor ago; everything else is read when asked for
-// (ProcessTable.Process, TreeRSS). A ProcessWatch is not safe for
+// Every scan lists /proc (getdents: the pid and the inode number of its
+// directory, which changes when a pid is reused) and reads the stat of new
+// processes and those younger than YoungFor; the rest is read when asked
+// for (ProcessTable.Process, TreeRSS). A ProcessWatch is not safe for
 // concurrent use; the tables it makes are used within one scan.
 type ProcessWatch struct {
 	procPath string
-	dir      *os.File // procPath, held open for the *at calls
+	dir      *os.File // procPath, held open for the *at calls and getdents
 	boot     time.Time
 	page     uint64
 	known    map[int]*watched
@@ -63,8 +62,6 @@ type ProcessWatch struct {
 	sinceFull int          // scans since every pid was listed
 	pids      []int        // known pids, ascending
 	young     map[int]bool // pids of processes younger than YoungFor
-	listFD    int          // procPath, for getdents; -1 until the first listing
-	now       time.Time    // the scan's time
 }
 
 // procTGIDOffset is where pids start among the offsets of procfs's root
@@ -114,7 +111,6 @@ func NewProcessWatch(procPath string) (*ProcessWatch, error) {
 		statBuf:  make([]byte, 1024),
 		dentBuf:  make([]byte, 32<<10),
 		young:    map[int]bool{},
-		listFD:   -1,
 	}
 	w.seekable = ownProcfs(dir, procPath) && w.seekWorks()
 	return w, nil
@@ -136,32 +132,27 @@ func (w *ProcessWatch) seekWorks() bool {
 // its "self" is this process (/proc/loadavg then names the last pid of the
 // same namespace).
 func ownProcfs(dir *os.File, procPath string) bool {
-	if !isProcfs(dir) {
+	var st unix.Statfs_t
+	if unix.Fstatfs(int(dir.Fd()), &st) != nil || st.Type != unix.PROC_SUPER_MAGIC {
 		return false
 	}
 	self, err := os.Readlink(path.Join(procPath, "self"))
 	return err == nil && self == strconv.Itoa(os.Getpid())
 }
 
-func isProcfs(dir *os.File) bool {
-	var st unix.Statfs_t
-	return unix.Fstatfs(int(dir.Fd()), &st) == nil && st.Type == unix.PROC_SUPER_MAGIC
-}
-
 // Scan lists the processes now and returns the table of this scan. It fails
 // only when procPath cannot be listed.
 //
 // Listing /proc costs about a microsecond per process in the kernel. When
-// procPath is this process's own procfs, pids are allocated upwards, and
+// procPath is this process's own procfs, pids are allocated upwards and
 // /proc/loadavg names the last one, so a scan lists only the pids made
 // since the last one seen (an lseek to that pid, then getdents up to the
-// last pid made: after the pids wrapped around, the processes above it are
-// old) and keeps the rest: a process that exited stays known until the full listing every
+// last pid made: after the pids wrapped around, those above it are old).
+// A process that exited stays known until the full listing every
 // listEvery scans (or sooner, when the pids wrapped around), and costs
 // nothing but a failed read when it is asked for.
 func (w *ProcessWatch) Scan(now time.Time) (*ProcessTable, error) {
 	w.gen++
-	w.now = now
 	refresh := now.Sub(w.lastFull) >= RefreshEvery
 	if refresh {
 		w.lastFull = now
@@ -274,73 +265,46 @@ func (w *ProcessWatch) lastPID() (int, bool) {
 // up to pid to: the pids made since the last scan, if they did not wrap
 // around.
 func (w *ProcessWatch) listFrom(from, to int, f func(pid int, ino uint64)) error {
-	// The listing's descriptor is kept from scan to scan and rewound: a
-	// directory is listed afresh from any offset.
-	if w.listFD < 0 {
-		fd, err := unix.Openat(int(w.dir.Fd()), ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return fmt.Errorf("listing processes: %w", err)
-		}
-		w.listFD = fd
-	}
-	fd := w.listFD
+	// The directory is rewound for each listing: it is listed afresh from
+	// any offset.
+	fd := int(w.dir.Fd())
 	offset := int64(0)
 	if from > 0 {
 		offset = int64(procTGIDOffset + from)
 	}
 	if _, err := unix.Seek(fd, offset, 0); err != nil {
-		w.closeListing()
 		return fmt.Errorf("listing processes from %d: %w", from, err)
 	}
-	if from > 0 {
-		inner := f
-		f = func(pid int, ino uint64) {
-			if pid >= from { // procfs lists nothing below; a check costs nothing
-				inner(pid, ino)
-			}
-		}
-	}
 	buf := w.dentBuf
-	past := false
 	if to > 0 {
 		// The kernel fills the whole buffer with what follows: after the
 		// pids wrapped around, every process started before the wrap.
 		buf = buf[:min(len(buf), boundedDentBuf)]
-		inner := f
-		f = func(pid int, ino uint64) {
-			if pid > to {
-				past = true
-				return
-			}
-			inner(pid, ino)
-		}
 	}
+	past := false
 	for !past {
 		n, err := unix.Getdents(fd, buf)
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
-			w.closeListing()
 			return fmt.Errorf("listing processes: %w", err)
 		}
 		if n <= 0 {
 			return nil
 		}
 		forEachDirent(buf[:n], func(name []byte, ino uint64) {
-			if pid, ok := parsePID(name); ok {
+			pid, ok := parsePID(name)
+			switch {
+			case !ok || pid < from: // procfs lists no pid below; a check costs nothing
+			case to > 0 && pid > to:
+				past = true
+			default:
 				f(pid, ino)
 			}
 		})
 	}
 	return nil
-}
-
-func (w *ProcessWatch) closeListing() {
-	if w.listFD >= 0 {
-		_ = unix.Close(w.listFD)
-		w.listFD = -1
-	}
 }
 
 // boundedDentBuf is the getdents buffer of a listing up to a pid: room for
@@ -414,26 +378,8 @@ func (w *ProcessWatch) read(pid int) (Process, bool) {
 	return p, true
 }
 
-// exeKind classifies pid by its executable's basename, once per process
-// and command name (the link is read, never followed).
-func (w *ProcessWatch) exeKind(p Process) processKind {
-	e := w.known[p.PID]
-	if e != nil && e.exeDone && e.exeComm == p.Comm {
-		return e.exeKind
-	}
-	kind := kindOther
-	if exe, err := os.Readlink(path.Join(w.procPath, strconv.Itoa(p.PID), "exe")); err == nil {
-		kind = classifyName(path.Base(strings.TrimSuffix(exe, " (deleted)")))
-	}
-	if e != nil {
-		e.exeKind, e.exeComm, e.exeDone = kind, p.Comm, true
-	}
-	return kind
-}
-
-// Close releases the directories the watch holds open. The watch is not
+// Close releases the directory the watch holds open. The watch is not
 // used after it.
 func (w *ProcessWatch) Close() error {
-	w.closeListing()
 	return w.dir.Close()
 }

@@ -68,8 +68,8 @@ func TestWatchReadsWhatChanged(t *testing.T) {
 	table = scan(now.Add(5 * time.Second))
 	reads(6, "second scan reads nothing")
 	changed(table, false, "second scan, nothing new")
-	if p, ok := table.Seen(20); !ok || p.Comm != "sleep" || table.Recheck(20) {
-		t.Errorf("Seen(20) = %+v, %v, recheck %v: want the last read, no recheck", p, ok, table.Recheck(20))
+	if p, ok := table.Seen(20); !ok || p.Comm != "sleep" || table.recheck[20] {
+		t.Errorf("Seen(20) = %+v, %v, recheck %v: want the last read, no recheck", p, ok, table.recheck[20])
 	}
 	page := uint64(os.Getpagesize())
 	if got, want := table.TreeRSS(10), (TreeRSS{JVM: 10 * page, Python: 20 * page, VSize: 3 * fixtureVSize}); got != want {
@@ -98,8 +98,8 @@ func TestWatchReadsWhatChanged(t *testing.T) {
 	table = scan(now.Add(10 * time.Second))
 	reads(11, "the new process and the reused pid are read")
 	changed(table, true, "a new process, a reused pid, one gone")
-	if !table.Recheck(13) || !table.Recheck(21) || table.Recheck(1) {
-		t.Errorf("recheck 13 %v, 21 %v, 1 %v: want true, true, false", table.Recheck(13), table.Recheck(21), table.Recheck(1))
+	if !table.recheck[13] || !table.recheck[21] || table.recheck[1] {
+		t.Errorf("recheck 13 %v, 21 %v, 1 %v: want true, true, false", table.recheck[13], table.recheck[21], table.recheck[1])
 	}
 	if p, ok := table.Seen(21); !ok || p.Comm != "java" {
 		t.Errorf("reused pid 21: %+v, %v; want the new java", p, ok)
@@ -150,8 +150,8 @@ func TestWatchReadsWhatChanged(t *testing.T) {
 	}
 	changed(table, true, "a refresh that found an exec and a new parent")
 	for _, pid := range table.PIDs() {
-		if want := pid == 11 || pid == 21 || pid == 3; table.Recheck(pid) != want {
-			t.Errorf("refresh: Recheck(%d) = %v, want %v", pid, table.Recheck(pid), want)
+		if want := pid == 11 || pid == 21 || pid == 3; table.recheck[pid] != want {
+			t.Errorf("refresh: recheck[%d] = %v, want %v", pid, table.recheck[pid], want)
 		}
 	}
 	if p, _ := table.Seen(11); p.Comm != "java" {
