@@ -47,9 +47,11 @@ const oomCgroupLimit = 256 << 20
 
 // runOOMCase starts the exporter, a small sentinel JVM and the stand-in
 // executor in a 256 MiB memory cgroup, and waits until the kernel kills
-// the executor. The sentinel (the executor has oom_score_adj 1000, so the
-// sentinel is not the victim) keeps the cgroup in the JVM collector's view
-// after the kill.
+// the executor. The sentinel keeps the cgroup in the JVM collector's view
+// after the kill: the executor has oom_score_adj 1000, so it is the
+// victim, and the sentinel -1000 (the tests run as root), so that a
+// second kill while the executor's memory is being freed, which a loaded
+// machine has seen, does not take it too.
 func runOOMCase(t *testing.T, tc oomCase, exporterArgs ...string) oomResult {
 	t.Helper()
 	testenv.RequireRoot(t)
@@ -59,6 +61,7 @@ func runOOMCase(t *testing.T, tc oomCase, exporterArgs ...string) oomResult {
 
 	e := startExporter(t, append([]string{"--jvm.sample-interval=500ms", "--cloud.provider=none"}, exporterArgs...)...)
 	sentinel := testjvm.Start(t, testjvm.Options{
+		Prelude:   "echo -1000 > /proc/self/oom_score_adj && ",
 		MainClass: testjvm.IdleClass,
 		JVMArgs:   []string{"-Xmx16m", "-XX:+UseSerialGC", "-Xss256k"},
 		Cgroup:    cg.Procs(),
@@ -71,9 +74,6 @@ func runOOMCase(t *testing.T, tc oomCase, exporterArgs ...string) oomResult {
 
 	executor := testjvm.Start(t, testjvm.Options{
 		Cgroup: cg.Procs(),
-		// Raising one's own score needs no privilege (lowering the
-		// sentinel's would need CAP_SYS_RESOURCE): the executor is the
-		// victim, whatever the sentinel holds.
 		Prelude: "echo 1000 > /proc/self/oom_score_adj && ",
 		JVMArgs: tc.jvmArgs,
 		Args: append([]string{"--executor-id", "3", "--app-id", "app-oom-test", "--exit-after-s", "120",
