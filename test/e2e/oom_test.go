@@ -47,11 +47,9 @@ const oomCgroupLimit = 256 << 20
 
 // runOOMCase starts the exporter, a small sentinel JVM and the stand-in
 // executor in a 256 MiB memory cgroup, and waits until the kernel kills
-// the executor. The sentinel keeps the cgroup in the JVM collector's view
-// after the kill: the executor has oom_score_adj 1000, so it is the
-// victim, and the sentinel -1000 (the tests run as root), so that a
-// second kill while the executor's memory is being freed, which a loaded
-// machine has seen, does not take it too.
+// the executor. The sentinel (the executor has oom_score_adj 1000, so the
+// sentinel is not the victim) keeps the cgroup in the JVM collector's view
+// after the kill.
 func runOOMCase(t *testing.T, tc oomCase, exporterArgs ...string) oomResult {
 	t.Helper()
 	testenv.RequireRoot(t)
@@ -60,13 +58,7 @@ func runOOMCase(t *testing.T, tc oomCase, exporterArgs ...string) oomResult {
 	cg := testenv.NewMemoryCgroup(t, oomCgroupLimit)
 
 	e := startExporter(t, append([]string{"--jvm.sample-interval=500ms", "--cloud.provider=none"}, exporterArgs...)...)
-	sentinel := testjvm.Start(t, testjvm.Options{
-		Prelude:   "echo -1000 > /proc/self/oom_score_adj && ",
-		MainClass: testjvm.IdleClass,
-		JVMArgs:   []string{"-Xmx16m", "-XX:+UseSerialGC", "-Xss256k"},
-		Cgroup:    cg.Procs(),
-	})
-	jvmSample(t, e, sentinel.PID, "executor_container_oom_kills_total", nil)
+	sentinel := startSentinel(t, e, cg)
 	before, ok := findSample(e.scrape(t), "executor_node_oom_kills_total", nil)
 	if !ok {
 		t.Fatal("no executor_node_oom_kills_total before the kill")
@@ -74,6 +66,9 @@ func runOOMCase(t *testing.T, tc oomCase, exporterArgs ...string) oomResult {
 
 	executor := testjvm.Start(t, testjvm.Options{
 		Cgroup: cg.Procs(),
+		// Raising one's own score needs no privilege (lowering the
+		// sentinel's would need CAP_SYS_RESOURCE): the executor is the
+		// victim, whatever the sentinel holds.
 		Prelude: "echo 1000 > /proc/self/oom_score_adj && ",
 		JVMArgs: tc.jvmArgs,
 		Args: append([]string{"--executor-id", "3", "--app-id", "app-oom-test", "--exit-after-s", "120",
@@ -103,8 +98,18 @@ func (r oomResult) checkCounters(t *testing.T) {
 	if after, _ := findSample(families, "executor_node_oom_kills_total", nil); after < r.nodeKillsBefore+1 {
 		t.Errorf("executor_node_oom_kills_total went from %v to %v, want +1 at least", r.nodeKillsBefore, after)
 	}
+	sentinel := r.sentinel
+	select {
+	case <-sentinel.Done():
+		// A second kill while the executor's memory was being freed took
+		// the sentinel too (a loaded machine has seen it): the cgroup
+		// keeps its count, which a new sentinel reads.
+		t.Logf("the sentinel ended too (%v): a new one reads the cgroup", sentinel.Err())
+		sentinel = startSentinel(t, r.exporter, r.cgroup)
+	default:
+	}
 	testenv.WaitFor(t, 30*time.Second, "executor_container_oom_kills_total of the sentinel's cgroup to count the kill", func() bool {
-		v, ok := findSample(r.exporter.scrape(t), "executor_container_oom_kills_total", map[string]string{"pid": strconv.Itoa(r.sentinel.PID)})
+		v, ok := findSample(r.exporter.scrape(t), "executor_container_oom_kills_total", map[string]string{"pid": strconv.Itoa(sentinel.PID)})
 		return ok && v >= 1
 	})
 	logs := r.exporter.Logs()
@@ -116,6 +121,19 @@ func (r oomResult) checkCounters(t *testing.T) {
 	if !strings.Contains(logs, "OOM kill: Spark executor 3 of app-oom-test (pid "+strconv.Itoa(r.executor.PID)+")") {
 		t.Errorf("no kill line naming the executor in the exporter's log:\n%s", logs)
 	}
+}
+
+// startSentinel starts a small idle JVM in cg and waits until the
+// exporter reads its cgroup.
+func startSentinel(t *testing.T, e *exporter, cg testenv.MemoryCgroup) *testjvm.JVM {
+	t.Helper()
+	j := testjvm.Start(t, testjvm.Options{
+		MainClass: testjvm.IdleClass,
+		JVMArgs:   []string{"-Xmx16m", "-XX:+UseSerialGC", "-Xss256k"},
+		Cgroup:    cg.Procs(),
+	})
+	jvmSample(t, e, j.PID, "executor_container_oom_kills_total", nil)
+	return j
 }
 
 func killLabels(r oomResult, cause string) map[string]string {
