@@ -104,7 +104,7 @@ type dirStamp struct {
 // granularity of the listing would not move the time.
 const trustAfter = 2 * time.Second
 
-// list returns pid's root's (key's) hsperfdata files (as listHsperfFiles does),
+// list returns pid's root's (key's) hsperfdata files by number (as the tests' FindCandidates does),
 // listing /tmp and each hsperfdata_<user> directory again only when its
 // modification time moved: a stat of each otherwise. A directory is
 // stamped before it is listed, so a change during the listing moves the
@@ -183,7 +183,7 @@ func (d *discovery) listTmp(root int, old *listing) (*listing, error) {
 }
 
 // listHsperfDir lists the numeric names in a root's /tmp/<name>, opened
-// without following a symlink, as listHsperfFiles does.
+// without following a symlink.
 func listHsperfDir(root int, name string) ([]int, error) {
 	dir, err := openBeneath(root, "tmp/"+name, unix.O_DIRECTORY)
 	if err != nil {
