@@ -26,7 +26,7 @@ type liveExits struct {
 	exits *exitsCollector
 	oom   Collector
 	cloud *cloudCollector
-	logs  *syncBuffer
+	logs  *testenv.Buffer
 }
 
 func newLiveExits(t *testing.T, withOOM bool, cloudCfg *cloud.Config) *liveExits {
@@ -38,7 +38,7 @@ func newLiveExits(t *testing.T, withOOM bool, cloudCfg *cloud.Config) *liveExits
 	}
 	tracker.Start()
 	t.Cleanup(tracker.Stop)
-	l := &liveExits{logs: &syncBuffer{}}
+	l := &liveExits{logs: &testenv.Buffer{}}
 	logger := log.NewLogfmtLogger(l.logs)
 	w := newExitWitnessOf(nil)
 	c, err := newExitsCollector(ExitsConfig{Retention: time.Hour, MaxSeries: 100}, tracker, w, logger)

@@ -17,7 +17,7 @@ import (
 type exitsFixture struct {
 	c    *exitsCollector
 	w    *exitWitness
-	logs *syncBuffer
+	logs *testenv.Buffer
 	now  time.Time
 }
 
@@ -27,7 +27,7 @@ func newExitsFixture(t *testing.T, cfg ExitsConfig) *exitsFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &exitsFixture{w: newExitWitnessOf(nil), logs: &syncBuffer{}, now: time.Unix(1_800_000_000, 0)}
+	f := &exitsFixture{w: newExitWitnessOf(nil), logs: &testenv.Buffer{}, now: time.Unix(1_800_000_000, 0)}
 	c, err := newExitsCollector(cfg, tracker, f.w, log.NewLogfmtLogger(f.logs))
 	if err != nil {
 		t.Fatal(err)

@@ -66,7 +66,7 @@ func TestOOMRegionOfAFastLeak(t *testing.T) {
 			}
 			tr.Start()
 			t.Cleanup(tr.Stop)
-			logs := &syncBuffer{}
+			logs := &testenv.Buffer{}
 			c, err := NewOOMCollector(OOMConfig{KmsgPath: "/dev/kmsg", Retention: time.Hour, MaxSeries: 100}, tr, log.NewLogfmtLogger(logs))
 			if err != nil {
 				t.Fatal(err)

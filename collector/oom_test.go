@@ -1,7 +1,6 @@
 package collector
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -34,28 +33,10 @@ func (s samples) LastSample(pid int) (jvm.Sample, bool) {
 // LiveSamples: none is known alive (liveSamples says which are).
 func (s samples) LiveSamples() []jvm.Sample { return nil }
 
-// syncBuffer is a log sink safe for the follower's goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type oomFixture struct {
 	c    *oomCollector
 	w    *os.File
-	logs *syncBuffer
+	logs *testenv.Buffer
 	now  time.Time
 	mu   sync.Mutex
 }
@@ -83,7 +64,7 @@ func newOOMFixture(t *testing.T, cfg OOMConfig, src jvm.SampleSource) *oomFixtur
 		cfg.MaxSeries = 100
 	}
 	cfg.Follow = oom.FollowConfig{PollInterval: 5 * time.Millisecond, MinBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond}
-	f := &oomFixture{w: w, logs: &syncBuffer{}, now: time.Unix(1_800_000_000, 0)}
+	f := &oomFixture{w: w, logs: &testenv.Buffer{}, now: time.Unix(1_800_000_000, 0)}
 	c, err := NewOOMCollector(cfg, src, log.NewLogfmtLogger(f.logs))
 	if err != nil {
 		t.Fatal(err)
@@ -304,7 +285,7 @@ func TestOOMCollectorMalformedRecords(t *testing.T) {
 }
 
 func TestOOMCollectorUnreadableKmsg(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &testenv.Buffer{}
 	missing := filepath.Join(t.TempDir(), "no-kmsg")
 	c, err := NewOOMCollector(OOMConfig{KmsgPath: missing, Retention: time.Hour, MaxSeries: 10,
 		Follow: oom.FollowConfig{MinBackoff: 2 * time.Millisecond, MaxBackoff: 2 * time.Millisecond}}, samples{}, log.NewLogfmtLogger(logs))

@@ -1,12 +1,10 @@
 package jvm
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,7 +28,7 @@ func TestNativeBreakdownNamesEachLeak(t *testing.T) {
 	testjvm.RequireJava(t)
 	cfg := DefaultNativeConfig
 	cfg.Startup, cfg.MinInterval = 10*time.Second, 2*time.Second
-	logs := &lockedLog{} // the tracker's: a breakdown that cannot be read is logged
+	logs := &testenv.Buffer{} // the tracker's: a breakdown that cannot be read is logged
 	tr, err := NewTracker(Config{ProcFS: "/proc", SysFS: "/sys", Sampling: SamplingConfig{Slowest: time.Second}, Retention: time.Minute,
 		MaxProcesses: 100, MaxAge: time.Second, Native: cfg}, log.NewLogfmtLogger(logs))
 	if err != nil {
@@ -132,22 +130,4 @@ func nativeDiagnosis(tr *Tracker, pid int, now time.Time) string {
 		out += fmt.Sprintf(", tried %s ago, non-heap %d MiB, usage %d MiB, band %d, breakdown %v", now.Sub(s.tried).Round(time.Millisecond), s.nonHeap>>20, s.usage>>20, s.band, s.mem != nil)
 	}
 	return out
-}
-
-// lockedLog is a log the tracker writes while the test reads it.
-type lockedLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
 }

@@ -20,7 +20,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -38,7 +37,7 @@ type machine struct {
 	name   string
 	leader int                  // host pid of the machine's systemd
 	memory testenv.MemoryCgroup // the machine's memory cgroup: its cgroup namespace's root
-	out    *lockedBuffer        // nspawn's and the console's output
+	out    *testenv.Buffer      // nspawn's and the console's output
 	nspawn *exec.Cmd
 }
 
@@ -67,7 +66,7 @@ func bootMachine(t *testing.T, root string, binds ...bind) *machine {
 	t.Helper()
 	nspawn := testenv.RequireTool(t, "systemd-nspawn")
 	testenv.RequireTool(t, "nsenter")
-	m := &machine{name: "ee-" + randomHex(t, 4), out: &lockedBuffer{}}
+	m := &machine{name: "ee-" + randomHex(t, 4), out: &testenv.Buffer{}}
 	m.memory = testenv.NewMemoryCgroup(t, 4<<30)
 	procs := []string{m.memory.Procs()}
 	for _, h := range []string{"/sys/fs/cgroup/systemd", "/sys/fs/cgroup/unified"} {
@@ -241,24 +240,6 @@ func (m *machine) dial(network, address string) (net.Conn, error) {
 	}()
 	r := <-done
 	return r.conn, r.err
-}
-
-// lockedBuffer is a bytes.Buffer two goroutines may write.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func randomHex(t *testing.T, n int) string {

@@ -1,7 +1,6 @@
 package vm_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -9,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -90,7 +88,7 @@ func runQEMU(t *testing.T, c vmConfig, accel string) (string, error) {
 		"-virtfs", "local,path=" + c.Work + ",mount_tag=work,security_model=none,multidevs=remap",
 	}
 	cmd := exec.CommandContext(ctx, qemu, args...)
-	out := &consoleBuffer{}
+	out := &testenv.Buffer{}
 	cmd.Stdout = out
 	cmd.Stderr = out
 	cmd.Stdin = nil
@@ -128,24 +126,6 @@ func runQEMU(t *testing.T, c vmConfig, accel string) (string, error) {
 // bootDeadline is how long a guest may take to say it is up: seconds
 // under KVM, well under a minute under TCG.
 const bootDeadline = 2 * time.Minute
-
-// consoleBuffer collects the serial console while it is written and read.
-type consoleBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *consoleBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *consoleBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // cpuModel: under TCG "max" emulates what the JVM's code generator looks
 // for (SSE4, AVX); under KVM the host's own CPU.
