@@ -456,3 +456,26 @@ func TestPodListWiring(t *testing.T) {
 		}
 	}
 }
+
+// A kill's or an exit's cgroup is named from the pod list as it is: a pod
+// it lacks (often one just deleted) is not asked for.
+func TestPodOfCgroupAsksForNothing(t *testing.T) {
+	src := &recordingPods{staticPods: staticPods{cloud.PodsSnapshot{Index: cloud.NewPodIndex([]cloud.Pod{{UID: layoutUID, Namespace: "ns", Name: "p",
+		Containers: map[string]cloud.Container{layoutCID: {Name: "exec", ID: "containerd://" + layoutCID}}}})}}}
+	for _, tc := range []struct{ path, ns, pod, container string }{
+		{"/kubepods/pod" + layoutUID + "/" + layoutCID, "ns", "p", "exec"},
+		{"/kubepods/pod" + layoutUID + "/" + strings.Repeat("c", 64), "ns", "p", ""},
+		{"/kubepods/pod99999999-2222-4333-8444-555555555555/" + layoutCID, "", "", ""},
+		{"/hadoop-yarn/container_1700000000000_0042_01_000002", "", "", "container_1700000000000_0042_01_000002"},
+	} {
+		if ns, pod, container := podOfCgroup(tc.path, src); ns != tc.ns || pod != tc.pod || container != tc.container {
+			t.Errorf("podOfCgroup(%s) = %q, %q, %q; want %q, %q, %q", tc.path, ns, pod, container, tc.ns, tc.pod, tc.container)
+		}
+	}
+	if len(src.wanted) > 0 {
+		t.Errorf("podOfCgroup asked for pods %v", src.wanted)
+	}
+	if ns, pod, container := podOfCgroup("/kubepods/pod"+layoutUID+"/"+layoutCID, nil); ns != "" || pod != "" || container != "" {
+		t.Errorf("without a pod source: %q, %q, %q", ns, pod, container)
+	}
+}
